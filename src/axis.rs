@@ -1,0 +1,142 @@
+//! Parallelism axes and sets of them.
+
+use std::fmt;
+
+/// One axis of parallelism.
+///
+/// `Tp`, `Cp`, `Ep`, `Dp` and `Pp` are the order tokens of the grid (SPEC 1).
+/// `Etp` and `Edp` are the expert tensor- and expert data-parallel axes of the
+/// folded expert grid (SPEC 3.2); in the nested layout (SPEC 3.1) `Edp` is the
+/// `dp / ep` axis that Megatron-LM calls "dp mod ep".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Axis {
+    /// Tensor parallel.
+    Tp,
+    /// Context parallel.
+    Cp,
+    /// Expert parallel.
+    Ep,
+    /// Data parallel.
+    Dp,
+    /// Pipeline parallel.
+    Pp,
+    /// Expert tensor parallel (folded expert grid).
+    Etp,
+    /// Expert data parallel (folded grid), or dp / ep (nested grid).
+    Edp,
+}
+
+impl Axis {
+    /// The five order tokens in the default order `tp-cp-ep-dp-pp`.
+    pub const ORDER_TOKENS: [Axis; 5] = [Axis::Tp, Axis::Cp, Axis::Ep, Axis::Dp, Axis::Pp];
+
+    /// Every axis, in the order kind names list them (`tp-dp-cp`, `etp-ep-pp`).
+    pub const NAME_ORDER: [Axis; 7] = [
+        Axis::Tp,
+        Axis::Etp,
+        Axis::Ep,
+        Axis::Dp,
+        Axis::Edp,
+        Axis::Cp,
+        Axis::Pp,
+    ];
+
+    /// The lowercase name: `"tp"`, `"cp"`, `"ep"`, `"dp"`, `"pp"`, `"etp"`, `"edp"`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Axis::Tp => "tp",
+            Axis::Cp => "cp",
+            Axis::Ep => "ep",
+            Axis::Dp => "dp",
+            Axis::Pp => "pp",
+            Axis::Etp => "etp",
+            Axis::Edp => "edp",
+        }
+    }
+
+    /// Parses a lowercase axis name; `None` for anything else.
+    pub fn from_name(name: &str) -> Option<Axis> {
+        Self::NAME_ORDER.into_iter().find(|a| a.name() == name)
+    }
+
+    const fn bit(self) -> u8 {
+        1 << (self as u8)
+    }
+}
+
+impl fmt::Display for Axis {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A set of axes, stored as a bitmask: the axes a kind of group spans.
+///
+/// ```
+/// use rank_layout::{Axis, AxisSet};
+/// let s = AxisSet::of(&[Axis::Dp, Axis::Cp]);
+/// assert!(s.contains(Axis::Cp));
+/// assert_eq!(s.to_string(), "dp-cp");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct AxisSet(u8);
+
+impl AxisSet {
+    /// The empty set.
+    pub const EMPTY: AxisSet = AxisSet(0);
+
+    /// The set of the given axes.
+    pub const fn of(axes: &[Axis]) -> AxisSet {
+        let mut bits = 0;
+        let mut i = 0;
+        while i < axes.len() {
+            bits |= axes[i].bit();
+            i += 1;
+        }
+        AxisSet(bits)
+    }
+
+    /// Whether `axis` is in the set.
+    pub const fn contains(self, axis: Axis) -> bool {
+        self.0 & axis.bit() != 0
+    }
+
+    /// The set with `axis` added.
+    #[must_use]
+    pub const fn with(self, axis: Axis) -> AxisSet {
+        AxisSet(self.0 | axis.bit())
+    }
+
+    /// The set with `axis` removed.
+    #[must_use]
+    pub const fn without(self, axis: Axis) -> AxisSet {
+        AxisSet(self.0 & !axis.bit())
+    }
+
+    /// Whether the set is empty.
+    pub const fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// Whether some axis is in both sets.
+    pub const fn intersects(self, other: AxisSet) -> bool {
+        self.0 & other.0 != 0
+    }
+
+    /// The axes of the set, in kind-name order ([`Axis::NAME_ORDER`]).
+    pub fn iter(self) -> impl Iterator<Item = Axis> {
+        Axis::NAME_ORDER.into_iter().filter(move |a| self.contains(*a))
+    }
+}
+
+impl fmt::Display for AxisSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, axis) in self.iter().enumerate() {
+            if i > 0 {
+                f.write_str("-")?;
+            }
+            f.write_str(axis.name())?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,79 @@
+//! Where a rank sits: its grid and its coordinates there.
+
+use std::fmt;
+
+/// A rank's coordinates in the attention (dense) grid.
+///
+/// `dp` is the full data-parallel index (not split by expert parallelism).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Coord {
+    /// Tensor-parallel index.
+    pub tp: u32,
+    /// Context-parallel index.
+    pub cp: u32,
+    /// Data-parallel index.
+    pub dp: u32,
+    /// Pipeline stage.
+    pub pp: u32,
+}
+
+/// A rank's coordinates in the expert grid.
+///
+/// In the nested layout (SPEC 3.1) `etp` equals the tensor-parallel index and
+/// `edp` is the index along dp / ep (Megatron-LM's "dp mod ep"); in the
+/// folded layout (SPEC 3.2) they are the expert grid's own axes. Without
+/// expert parallelism `ep` is 0 and `edp` is the data-parallel index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct ExpertCoord {
+    /// Expert tensor-parallel index.
+    pub etp: u32,
+    /// Expert-parallel index.
+    pub ep: u32,
+    /// Expert data-parallel index.
+    pub edp: u32,
+    /// Pipeline stage.
+    pub pp: u32,
+}
+
+/// Which grid of a layout a rank belongs to.
+///
+/// A layout without an encoder is all [`Part::Decoder`], as in Megatron-LM.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Part {
+    /// The encoder grid of an encoder + decoder layout (SPEC 3.3).
+    Encoder,
+    /// The decoder grid, or the only grid.
+    #[default]
+    Decoder,
+}
+
+impl Part {
+    /// `"encoder"` or `"decoder"`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Part::Encoder => "encoder",
+            Part::Decoder => "decoder",
+        }
+    }
+}
+
+impl fmt::Display for Part {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Everything about where one rank sits, answered in O(axes).
+///
+/// Created by [`Layout::placement`](crate::Layout::placement).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Placement {
+    /// The rank.
+    pub rank: u32,
+    /// The grid it is in.
+    pub part: Part,
+    /// Its coordinates in that grid's attention view.
+    pub coord: Coord,
+    /// Its coordinates in that grid's expert view.
+    pub expert: ExpertCoord,
+}

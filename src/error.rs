@@ -1,0 +1,269 @@
+//! The one error type of the crate.
+
+use crate::{Axis, Kind};
+
+/// Everything that can go wrong when building a layout or asking it a question.
+///
+/// Every message is lowercase, quotes the offending values and, where a user
+/// needs one, adds a hint. The library never panics on bad input: it returns
+/// one of these.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A size (of an axis, of the world, of a level) is zero.
+    #[error("{what} must be at least 1, got 0")]
+    ZeroSize {
+        /// The name of the size, as in the configuration (`tp`, `world_size`, ...).
+        what: &'static str,
+    },
+
+    /// An order token is not one of `tp`, `cp`, `ep`, `dp`, `pp`.
+    #[error("unknown axis {token:?} in order {order:?} (expected tp, cp, ep, dp or pp)")]
+    UnknownAxis {
+        /// The token as written.
+        token: String,
+        /// The whole order string.
+        order: String,
+    },
+
+    /// An order token appears twice.
+    #[error("axis {axis} appears twice in order {order:?}")]
+    RepeatedAxis {
+        /// The repeated axis.
+        axis: Axis,
+        /// The whole order string.
+        order: String,
+    },
+
+    /// An order string has an empty token (`"tp--dp"`, `""`, a trailing dash).
+    #[error("empty axis name in order {order:?}")]
+    EmptyAxis {
+        /// The whole order string.
+        order: String,
+    },
+
+    /// An axis of size greater than one is missing from the order.
+    #[error("{axis} has size {size} but is missing from order {order:?} (only size-1 axes may be left out)")]
+    MissingAxis {
+        /// The missing order token.
+        axis: Axis,
+        /// Its size.
+        size: u32,
+        /// The order string.
+        order: String,
+    },
+
+    /// `ep` is in the order but not next to `dp` (nested expert layout).
+    #[error("ep must be adjacent to dp in order {order:?} (write ...-ep-dp-... or ...-dp-ep-...)")]
+    EpNotAdjacentToDp {
+        /// The order string.
+        order: String,
+    },
+
+    /// A product of sizes does not fit in a `u32` rank.
+    #[error("{what} overflows u32 ranks (at most 4294967296 ranks, the last one 4294967295)")]
+    Overflow {
+        /// The product or sum that overflowed, with its factors.
+        what: String,
+    },
+
+    /// `world_size` is not a multiple of the ranks one data-parallel replica needs.
+    #[error("world_size ({world_size}) is not divisible by {what} = {divisor}")]
+    WorldNotDivisible {
+        /// The world size given.
+        world_size: u32,
+        /// The product it must be a multiple of, spelled out (`tp*cp*pp`).
+        what: &'static str,
+        /// The value of that product.
+        divisor: u32,
+    },
+
+    /// Both `dp` and `world_size` were given and they disagree.
+    #[error("world_size ({world_size}) disagrees with dp ({dp}): {what} * dp = {expected}")]
+    WorldSizeMismatch {
+        /// The world size given.
+        world_size: u32,
+        /// The dp given.
+        dp: u32,
+        /// The product the world is made of, spelled out.
+        what: &'static str,
+        /// The world size dp implies.
+        expected: u64,
+    },
+
+    /// In the nested expert layout `dp` must be a multiple of `ep`.
+    #[error("dp ({dp}) is not divisible by ep ({ep}) (the nested expert layout carves ep out of dp; try --expert-layout folded)")]
+    DpNotDivisibleByEp {
+        /// The data-parallel size.
+        dp: u32,
+        /// The expert-parallel size.
+        ep: u32,
+    },
+
+    /// A folded expert grid does not fit the world.
+    #[error("world_size ({world_size}) is not divisible by etp*ep*pp = {etp}*{ep}*{pp}")]
+    ExpertWorldNotDivisible {
+        /// The world size.
+        world_size: u32,
+        /// Expert tensor-parallel size.
+        etp: u32,
+        /// Expert-parallel size.
+        ep: u32,
+        /// Pipeline size.
+        pp: u32,
+    },
+
+    /// Folded layout, pipeline not last: attention and expert dp must agree.
+    #[error("with pp ({pp}) > 1 and order {order:?} not ending in pp, the expert data-parallel size edp ({edp}) must equal dp ({dp})")]
+    FoldedDpMismatch {
+        /// The order string.
+        order: String,
+        /// Pipeline size.
+        pp: u32,
+        /// Attention data-parallel size.
+        dp: u32,
+        /// Expert data-parallel size.
+        edp: u32,
+    },
+
+    /// Folded layout: the expert grid's pipelines are not the attention grid's.
+    #[error("the expert grid's pp groups differ from the attention grid's (pp stride {expert_stride} vs {attention_stride} in order {order:?}); put pp last or make the axes before pp the same size in both grids")]
+    FoldedPpMismatch {
+        /// The order string.
+        order: String,
+        /// Distance between pipeline stages in the attention grid.
+        attention_stride: u32,
+        /// Distance between pipeline stages in the expert grid.
+        expert_stride: u32,
+    },
+
+    /// An option that only the folded expert layout has was given to another one.
+    #[error("{what} needs the folded expert layout (--expert-layout folded)")]
+    NeedsFolded {
+        /// The option.
+        what: &'static str,
+    },
+
+    /// An option that an encoder + decoder layout does not support.
+    #[error("{what} is not supported with an encoder (encoder_tp/encoder_pp)")]
+    NotWithEncoder {
+        /// The option.
+        what: &'static str,
+    },
+
+    /// An encoder grid was asked of a layout without an encoder.
+    #[error("this layout has no encoder (give encoder_tp or encoder_pp)")]
+    NeedsEncoder,
+
+    /// The hierarchical context-parallel sizes do not multiply to `cp`.
+    #[error("hierarchical_cp {levels:?} multiplies to {product}, but cp is {cp}")]
+    HierarchicalCpProduct {
+        /// The levels given.
+        levels: Vec<u32>,
+        /// Their product (saturated at `u64::MAX`).
+        product: u64,
+        /// The context-parallel size.
+        cp: u32,
+    },
+
+    /// The number of distributed-optimizer instances does not divide a group.
+    #[error("dist_opt_instances ({instances}) must divide dp*cp ({dp_cp}) and edp ({edp})")]
+    DistOptNotDivisible {
+        /// The number of instances.
+        instances: u32,
+        /// dp * cp of the attention grid.
+        dp_cp: u32,
+        /// The expert data-parallel size.
+        edp: u32,
+    },
+
+    /// Distributed-optimizer groups would mix tensor or expert shards.
+    #[error("dist_opt_instances ({instances}) needs {first} before {second} in order {order:?} (counting axes of size > 1): otherwise the intra/inter groups mix {first} shards")]
+    DistOptOrder {
+        /// The number of instances.
+        instances: u32,
+        /// The order string.
+        order: String,
+        /// The axis that must come first.
+        first: Axis,
+        /// The axis that must come after it.
+        second: Axis,
+    },
+
+    /// An expert layout name other than `nested` or `folded`.
+    #[error("unknown expert layout {name:?} (expected nested or folded)")]
+    UnknownExpertLayout {
+        /// The name given.
+        name: String,
+    },
+
+    /// A kind name that does not parse.
+    #[error("unknown kind {name:?} (expected axes joined by '-' such as tp-dp-cp, or dp-mod-ep, embd, pos-embd, hcp-N, dp-cp-intra, dp-cp-inter, edp-intra, dist-opt-instance)")]
+    UnknownKind {
+        /// The name given.
+        name: String,
+    },
+
+    /// A kind that this layout does not have.
+    #[error("kind {kind} is not part of the {layout} layout{hint}")]
+    KindNotInLayout {
+        /// The kind asked for.
+        kind: Kind,
+        /// The layout's name (`nested`, `folded`, `encoder+decoder`).
+        layout: &'static str,
+        /// Extra advice, empty or starting with `": "`.
+        hint: &'static str,
+    },
+
+    /// A single comm-split answer was asked for a kind whose groups overlap.
+    #[error("groups of kind {kind} overlap ({rounds} rounds); use comm_split_round for each round")]
+    OverlappingKind {
+        /// The kind.
+        kind: Kind,
+        /// How many disjoint rounds build it.
+        rounds: u32,
+    },
+
+    /// A comm-split round past the last one.
+    #[error("kind {kind} is built in {rounds} rounds, round {round} does not exist")]
+    RoundOutOfRange {
+        /// The kind.
+        kind: Kind,
+        /// The round asked for.
+        round: u32,
+        /// How many rounds there are.
+        rounds: u32,
+    },
+
+    /// A rank outside `[rank_offset, rank_offset + world_size)`.
+    #[error("rank {rank} is outside the layout (ranks {first}..{end})")]
+    RankOutOfRange {
+        /// The rank asked about.
+        rank: u64,
+        /// The first rank of the layout.
+        first: u32,
+        /// One past the last rank of the layout.
+        end: u64,
+    },
+
+    /// A coordinate outside its axis.
+    #[error("coordinate {axis} = {value} is outside 0..{size}")]
+    CoordOutOfRange {
+        /// The axis.
+        axis: Axis,
+        /// The coordinate given.
+        value: u32,
+        /// The axis size.
+        size: u32,
+    },
+
+    /// A configuration that does not parse (JSON, CLI value).
+    #[error("invalid configuration: {message}")]
+    InvalidConfig {
+        /// What the parser said.
+        message: String,
+    },
+}
+
+/// The crate's `Result`.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

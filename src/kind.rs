@@ -1,0 +1,203 @@
+//! Kinds of process groups: typed values, parsed from their names at the edges.
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::{Axis, AxisSet, Error};
+
+/// A kind of process group, such as `tp`, `dp-cp` or `embd`.
+///
+/// Most kinds are a set of axes ([`Kind::Axes`]): the groups are the ranks
+/// that agree on every other axis (SPEC 2). Any set of the layout's axes is a
+/// valid kind, not only the named constants; the order of tokens in the name
+/// does not matter (`cp-dp` is `dp-cp`). The other variants are Megatron-LM's
+/// special families.
+///
+/// ```
+/// use rank_layout::Kind;
+/// assert_eq!("cp-dp".parse::<Kind>()?, Kind::DP_CP);
+/// assert_eq!(Kind::DP_CP.to_string(), "dp-cp");
+/// assert_eq!("dp-cp-mod-ep".parse::<Kind>()?, Kind::DP_CP_MOD_EP);
+/// assert_eq!("hcp-1".parse::<Kind>()?, Kind::Hcp(1));
+/// assert!("tp-xp".parse::<Kind>().is_err());
+/// # Ok::<(), rank_layout::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// The groups spanned by a set of axes.
+    Axes(AxisSet),
+    /// A set of axes of the nested expert view, where `dp` means `dp / ep`
+    /// (Megatron-LM `get_ranks(..., independent_ep=True)`); named `<axes>-mod-ep`.
+    ModEp(AxisSet),
+    /// Embedding groups: `[first, last]` stage of each pipeline (`[only]` when pp = 1).
+    Embd,
+    /// Position-embedding groups: `[first]` stage of each pipeline.
+    PosEmbd,
+    /// Hierarchical context parallel, level `n` (`hcp-n`), SPEC 3.4.
+    Hcp(u8),
+    /// Each dp-cp group cut into contiguous distributed-optimizer slices.
+    DpCpIntra,
+    /// Each edp group cut into contiguous distributed-optimizer slices.
+    EdpIntra,
+    /// Replicas of the same optimizer shard across distributed-optimizer instances.
+    DpCpInter,
+    /// The ranks of one distributed-optimizer instance.
+    DistOptInstance,
+}
+
+const fn axes(list: &[Axis]) -> Kind {
+    Kind::Axes(AxisSet::of(list))
+}
+
+impl Kind {
+    /// `tp`
+    pub const TP: Kind = axes(&[Axis::Tp]);
+    /// `pp`
+    pub const PP: Kind = axes(&[Axis::Pp]);
+    /// `dp`
+    pub const DP: Kind = axes(&[Axis::Dp]);
+    /// `cp`
+    pub const CP: Kind = axes(&[Axis::Cp]);
+    /// `dp-cp`
+    pub const DP_CP: Kind = axes(&[Axis::Dp, Axis::Cp]);
+    /// `tp-pp`
+    pub const TP_PP: Kind = axes(&[Axis::Tp, Axis::Pp]);
+    /// `tp-cp`
+    pub const TP_CP: Kind = axes(&[Axis::Tp, Axis::Cp]);
+    /// `tp-dp`
+    pub const TP_DP: Kind = axes(&[Axis::Tp, Axis::Dp]);
+    /// `tp-dp-cp`
+    pub const TP_DP_CP: Kind = axes(&[Axis::Tp, Axis::Dp, Axis::Cp]);
+    /// `ep`
+    pub const EP: Kind = axes(&[Axis::Ep]);
+    /// `tp-ep`
+    pub const TP_EP: Kind = axes(&[Axis::Tp, Axis::Ep]);
+    /// `tp-ep-pp`
+    pub const TP_EP_PP: Kind = axes(&[Axis::Tp, Axis::Ep, Axis::Pp]);
+    /// `dp-mod-ep`
+    pub const DP_MOD_EP: Kind = Kind::ModEp(AxisSet::of(&[Axis::Dp]));
+    /// `dp-cp-mod-ep`
+    pub const DP_CP_MOD_EP: Kind = Kind::ModEp(AxisSet::of(&[Axis::Dp, Axis::Cp]));
+    /// `etp`
+    pub const ETP: Kind = axes(&[Axis::Etp]);
+    /// `etp-ep`
+    pub const ETP_EP: Kind = axes(&[Axis::Etp, Axis::Ep]);
+    /// `etp-ep-pp`
+    pub const ETP_EP_PP: Kind = axes(&[Axis::Etp, Axis::Ep, Axis::Pp]);
+    /// `edp`
+    pub const EDP: Kind = axes(&[Axis::Edp]);
+
+    /// The dense kinds of SPEC 3.1 shared by every layout's attention grid,
+    /// in the order of the section.
+    pub(crate) const ATTENTION: [Kind; 9] = [
+        Kind::TP,
+        Kind::PP,
+        Kind::DP,
+        Kind::CP,
+        Kind::DP_CP,
+        Kind::TP_PP,
+        Kind::TP_CP,
+        Kind::TP_DP,
+        Kind::TP_DP_CP,
+    ];
+    /// The nested expert kinds of SPEC 3.1.
+    pub(crate) const NESTED_EXPERT: [Kind; 5] = [
+        Kind::EP,
+        Kind::TP_EP,
+        Kind::TP_EP_PP,
+        Kind::DP_MOD_EP,
+        Kind::DP_CP_MOD_EP,
+    ];
+    /// The folded expert kinds of SPEC 3.2.
+    pub(crate) const FOLDED_EXPERT: [Kind; 5] = [
+        Kind::EP,
+        Kind::ETP,
+        Kind::ETP_EP,
+        Kind::ETP_EP_PP,
+        Kind::EDP,
+    ];
+    /// The distributed-optimizer kinds of SPEC 3.4.
+    pub(crate) const DIST_OPT: [Kind; 4] = [
+        Kind::DpCpIntra,
+        Kind::EdpIntra,
+        Kind::DpCpInter,
+        Kind::DistOptInstance,
+    ];
+}
+
+fn parse_axes(s: &str, whole: &str) -> Result<AxisSet, Error> {
+    let unknown = || Error::UnknownKind {
+        name: whole.to_owned(),
+    };
+    let mut set = AxisSet::EMPTY;
+    for token in s.split('-') {
+        let axis = Axis::from_name(token).ok_or_else(unknown)?;
+        if set.contains(axis) {
+            return Err(unknown());
+        }
+        set = set.with(axis);
+    }
+    Ok(set)
+}
+
+impl FromStr for Kind {
+    type Err = Error;
+
+    /// Parses a kind name, case-insensitively.
+    fn from_str(s: &str) -> Result<Self, Error> {
+        let lower = s.to_ascii_lowercase();
+        let special = match lower.as_str() {
+            "embd" => Some(Kind::Embd),
+            "pos-embd" => Some(Kind::PosEmbd),
+            "dp-cp-intra" => Some(Kind::DpCpIntra),
+            "edp-intra" => Some(Kind::EdpIntra),
+            "dp-cp-inter" => Some(Kind::DpCpInter),
+            "dist-opt-instance" => Some(Kind::DistOptInstance),
+            _ => None,
+        };
+        if let Some(kind) = special {
+            return Ok(kind);
+        }
+        if let Some(level) = lower.strip_prefix("hcp-") {
+            return level
+                .parse::<u8>()
+                .map(Kind::Hcp)
+                .map_err(|_| Error::UnknownKind { name: s.to_owned() });
+        }
+        if let Some(base) = lower.strip_suffix("-mod-ep") {
+            return parse_axes(base, s).map(Kind::ModEp);
+        }
+        parse_axes(&lower, s).map(Kind::Axes)
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Kind::Axes(set) => write!(f, "{set}"),
+            Kind::ModEp(set) => write!(f, "{set}-mod-ep"),
+            Kind::Embd => f.write_str("embd"),
+            Kind::PosEmbd => f.write_str("pos-embd"),
+            Kind::Hcp(level) => write!(f, "hcp-{level}"),
+            Kind::DpCpIntra => f.write_str("dp-cp-intra"),
+            Kind::EdpIntra => f.write_str("edp-intra"),
+            Kind::DpCpInter => f.write_str("dp-cp-inter"),
+            Kind::DistOptInstance => f.write_str("dist-opt-instance"),
+        }
+    }
+}
+
+#[cfg(feature = "serde")]
+impl serde::Serialize for Kind {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<'de> serde::Deserialize<'de> for Kind {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(deserializer)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}

@@ -1,0 +1,123 @@
+//! The axis order of a grid, parsed once from its dash-separated string.
+
+use std::fmt;
+use std::str::FromStr;
+
+use arrayvec::ArrayVec;
+
+use crate::{Axis, Error};
+
+/// A validated axis order such as `tp-cp-ep-dp-pp`: the first axis varies fastest.
+///
+/// Parsing is case-insensitive and checks the tokens alone (known, not
+/// repeated, not empty). Axes left out are appended after the written ones;
+/// whether a left-out axis really has size 1 is checked when a grid is built
+/// from the order and its sizes.
+///
+/// ```
+/// use rank_layout::{Axis, Order};
+/// let order: Order = "PP-dp-tp".parse()?;
+/// assert_eq!(order.to_string(), "pp-dp-tp");
+/// assert_eq!(order.written(), &[Axis::Pp, Axis::Dp, Axis::Tp]);
+/// assert_eq!(order.axes(), [Axis::Pp, Axis::Dp, Axis::Tp, Axis::Cp, Axis::Ep]);
+/// assert!("tp-xp".parse::<Order>().is_err());
+/// # Ok::<(), rank_layout::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Order {
+    written: ArrayVec<Axis, 5>,
+}
+
+impl Order {
+    /// The axes as written, first (fastest) first.
+    pub fn written(&self) -> &[Axis] {
+        &self.written
+    }
+
+    /// All five order axes: the written ones, then the left-out ones in
+    /// `tp-cp-ep-dp-pp` order.
+    pub fn axes(&self) -> [Axis; 5] {
+        let mut all = self.written.clone();
+        for axis in Axis::ORDER_TOKENS {
+            if !all.contains(&axis) {
+                all.push(axis);
+            }
+        }
+        all.into_inner().unwrap_or(Axis::ORDER_TOKENS)
+    }
+
+    /// Whether `axis` was written in the order.
+    pub fn is_written(&self, axis: Axis) -> bool {
+        self.written.contains(&axis)
+    }
+
+    /// Position of `axis` among the written axes.
+    pub(crate) fn written_position(&self, axis: Axis) -> Option<usize> {
+        self.written.iter().position(|a| *a == axis)
+    }
+}
+
+impl Default for Order {
+    /// `tp-cp-ep-dp-pp`, Megatron-LM's default.
+    fn default() -> Self {
+        Order {
+            written: ArrayVec::from(Axis::ORDER_TOKENS),
+        }
+    }
+}
+
+impl FromStr for Order {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self, Error> {
+        let lower = s.to_ascii_lowercase();
+        let mut written = ArrayVec::<Axis, 5>::new();
+        for token in lower.split('-') {
+            if token.is_empty() {
+                return Err(Error::EmptyAxis { order: s.to_owned() });
+            }
+            let axis = Axis::from_name(token)
+                .filter(|a| Axis::ORDER_TOKENS.contains(a))
+                .ok_or_else(|| Error::UnknownAxis {
+                    token: token.to_owned(),
+                    order: s.to_owned(),
+                })?;
+            if written.contains(&axis) {
+                return Err(Error::RepeatedAxis {
+                    axis,
+                    order: s.to_owned(),
+                });
+            }
+            // Five distinct order tokens at most, so the push cannot fail.
+            written.push(axis);
+        }
+        Ok(Order { written })
+    }
+}
+
+impl fmt::Display for Order {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, axis) in self.written.iter().enumerate() {
+            if i > 0 {
+                f.write_str("-")?;
+            }
+            f.write_str(axis.name())?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(feature = "serde")]
+impl serde::Serialize for Order {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<'de> serde::Deserialize<'de> for Order {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(deserializer)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}

@@ -1,0 +1,280 @@
+//! Descriptions of a layout and of one rank, as the command line prints them:
+//! a readable table (`Display`) and, with the `serde` feature, the JSON of
+//! SPEC 5 (`Serialize`).
+
+use std::fmt;
+
+use crate::{Kind, Layout, Membership, Placement, Result};
+
+/// The groups of some kinds of a layout.
+///
+/// Groups are computed while printing or serializing, never stored.
+///
+/// ```
+/// use rank_layout::{Config, Kind, Layout};
+/// let layout = Layout::new(&Config { tp: 2, world_size: Some(4), ..Config::default() })?;
+/// let report = layout.report(&[Kind::TP])?;
+/// assert!(report.to_string().contains("0 1"));
+/// # Ok::<(), rank_layout::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct LayoutReport<'a> {
+    layout: &'a Layout,
+    kinds: Vec<Kind>,
+}
+
+/// One rank's view: where it sits and its groups of some kinds.
+#[derive(Debug, Clone)]
+pub struct RankReport {
+    has_encoder: bool,
+    placement: Placement,
+    groups: Vec<(Kind, Vec<Membership>)>,
+}
+
+impl Layout {
+    /// A report of `kinds` (every kind of the layout when empty).
+    ///
+    /// # Errors
+    /// [`Error::KindNotInLayout`](crate::Error::KindNotInLayout) for a kind the layout does not have.
+    pub fn report(&self, kinds: &[Kind]) -> Result<LayoutReport<'_>> {
+        let kinds = if kinds.is_empty() {
+            self.kinds()
+        } else {
+            kinds.to_vec()
+        };
+        for kind in &kinds {
+            let _ = self.groups(*kind)?;
+        }
+        Ok(LayoutReport { layout: self, kinds })
+    }
+
+    /// The view of `rank` for `kinds` (every kind of the layout when empty).
+    ///
+    /// # Errors
+    /// [`Error::RankOutOfRange`](crate::Error::RankOutOfRange),
+    /// [`Error::KindNotInLayout`](crate::Error::KindNotInLayout).
+    pub fn rank_report(&self, rank: u32, kinds: &[Kind]) -> Result<RankReport> {
+        let placement = self.placement(rank)?;
+        let kinds = if kinds.is_empty() {
+            self.kinds()
+        } else {
+            kinds.to_vec()
+        };
+        let groups = kinds
+            .into_iter()
+            .map(|kind| Ok((kind, self.memberships(rank, kind)?)))
+            .collect::<Result<_>>()?;
+        Ok(RankReport {
+            has_encoder: self.has_encoder(),
+            placement,
+            groups,
+        })
+    }
+}
+
+impl RankReport {
+    /// Where the rank sits.
+    pub fn placement(&self) -> &Placement {
+        &self.placement
+    }
+
+    /// Its groups, per kind.
+    pub fn groups(&self) -> &[(Kind, Vec<Membership>)] {
+        &self.groups
+    }
+}
+
+fn write_ranks(f: &mut fmt::Formatter<'_>, ranks: impl Iterator<Item = u32>) -> fmt::Result {
+    for (i, r) in ranks.enumerate() {
+        if i > 0 {
+            f.write_str(" ")?;
+        }
+        write!(f, "{r}")?;
+    }
+    Ok(())
+}
+
+impl fmt::Display for LayoutReport<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let l = self.layout;
+        let c = l.config();
+        write!(
+            f,
+            "world_size {}  order {}  rank_offset {}\ntp={} cp={} ep={} dp={} pp={}",
+            l.world_size(),
+            c.order,
+            c.rank_offset,
+            c.tp,
+            c.cp,
+            c.ep,
+            c.dp.unwrap_or(1),
+            c.pp
+        )?;
+        if let Some(etp) = c.etp {
+            write!(f, " etp={etp} edp={} (folded)", l.expert_data_parallel_size())?;
+        }
+        if let (Some(etp), Some(epp)) = (c.encoder_tp, c.encoder_pp) {
+            write!(
+                f,
+                " encoder_tp={etp} encoder_pp={epp} (encoder ranks {}..{})",
+                l.rank_offset(),
+                u64::from(l.rank_offset()) + u64::from(l.encoder_world_size())
+            )?;
+        }
+        writeln!(f)?;
+        for kind in &self.kinds {
+            let Ok(groups) = l.groups(*kind) else { continue };
+            writeln!(f, "\n{kind} ({} groups)", groups.len())?;
+            for (i, group) in groups.enumerate() {
+                write!(f, "  {i:>4}: ")?;
+                write_ranks(f, group.iter())?;
+                writeln!(f)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for RankReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let p = &self.placement;
+        write!(f, "rank {}", p.rank)?;
+        if self.has_encoder {
+            write!(f, " ({})", p.part)?;
+        }
+        writeln!(
+            f,
+            "\ncoord: tp={} cp={} dp={} pp={}  expert: etp={} ep={} edp={}",
+            p.coord.tp, p.coord.cp, p.coord.dp, p.coord.pp, p.expert.etp, p.expert.ep, p.expert.edp
+        )?;
+        for (kind, memberships) in &self.groups {
+            if memberships.is_empty() {
+                writeln!(f, "{kind:<14} -")?;
+            }
+            for m in memberships {
+                write!(f, "{kind:<14} index {:>5}  key {:>4}  members ", m.index, m.key)?;
+                write_ranks(f, m.group.iter())?;
+                writeln!(f)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(feature = "serde")]
+mod json {
+    use serde::ser::{Serialize, SerializeMap, Serializer};
+
+    use super::{LayoutReport, RankReport};
+    use crate::{Config, Group, Groups, Membership, Part};
+
+    struct Ranks<'a>(&'a Group);
+    impl Serialize for Ranks<'_> {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            s.collect_seq(self.0.iter())
+        }
+    }
+
+    struct AllGroups(Groups);
+    impl Serialize for AllGroups {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            s.collect_seq(self.0.clone().map(|g| g.to_vec()))
+        }
+    }
+
+    #[derive(serde::Serialize)]
+    struct ConfigOut<'a> {
+        #[serde(flatten)]
+        config: &'a Config,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        edp: Option<u32>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        encoder_world_size: Option<u32>,
+    }
+
+    impl Serialize for LayoutReport<'_> {
+        /// `{"world_size": .., "config": {..}, "groups": {kind: [[rank, ..], ..]}}`
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            let l = self.layout;
+            let config = l.config();
+            let mut map = s.serialize_map(Some(3))?;
+            map.serialize_entry("world_size", &l.world_size())?;
+            map.serialize_entry(
+                "config",
+                &ConfigOut {
+                    config,
+                    edp: config.etp.map(|_| l.expert_data_parallel_size()),
+                    encoder_world_size: l.has_encoder().then(|| l.encoder_world_size()),
+                },
+            )?;
+            let groups: Vec<(String, AllGroups)> = self
+                .kinds
+                .iter()
+                .filter_map(|k| Some((k.to_string(), AllGroups(l.groups(*k).ok()?))))
+                .collect();
+            map.serialize_entry("groups", &Entries(&groups))?;
+            map.end()
+        }
+    }
+
+    struct Entries<'a, V>(&'a [(String, V)]);
+    impl<V: Serialize> Serialize for Entries<'_, V> {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            s.collect_map(self.0.iter().map(|(k, v)| (k, v)))
+        }
+    }
+
+    struct MembershipOut<'a>(&'a Membership);
+    impl Serialize for MembershipOut<'_> {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            let mut map = s.serialize_map(Some(3))?;
+            map.serialize_entry("index", &self.0.index)?;
+            map.serialize_entry("key", &self.0.key)?;
+            map.serialize_entry("members", &Ranks(&self.0.group))?;
+            map.end()
+        }
+    }
+
+    struct MembershipsOut<'a>(&'a [Membership]);
+    impl Serialize for MembershipsOut<'_> {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            s.collect_seq(self.0.iter().map(MembershipOut))
+        }
+    }
+
+    impl Serialize for RankReport {
+        /// `{"rank": .., "coord": {..}, "groups": {kind: [{"index", "key", "members"}]}}`
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            let p = &self.placement;
+            let mut map = s.serialize_map(Some(3))?;
+            map.serialize_entry("rank", &p.rank)?;
+            let mut coord: Vec<(String, serde_json::Value)> = Vec::new();
+            if self.has_encoder {
+                let part = match p.part {
+                    Part::Encoder => "encoder",
+                    Part::Decoder => "decoder",
+                };
+                coord.push(("grid".into(), part.into()));
+            }
+            for (name, value) in [
+                ("tp", p.coord.tp),
+                ("cp", p.coord.cp),
+                ("ep", p.expert.ep),
+                ("dp", p.coord.dp),
+                ("pp", p.coord.pp),
+                ("etp", p.expert.etp),
+                ("edp", p.expert.edp),
+            ] {
+                coord.push((name.into(), value.into()));
+            }
+            map.serialize_entry("coord", &Entries(&coord))?;
+            let groups: Vec<(String, MembershipsOut<'_>)> = self
+                .groups
+                .iter()
+                .map(|(k, m)| (k.to_string(), MembershipsOut(m)))
+                .collect();
+            map.serialize_entry("groups", &Entries(&groups))?;
+            map.end()
+        }
+    }
+}
