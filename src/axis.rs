@@ -66,7 +66,7 @@ impl Axis {
 
 impl fmt::Display for Axis {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+        f.pad(self.name())
     }
 }
 
@@ -125,7 +125,9 @@ impl AxisSet {
 
     /// The axes of the set, in kind-name order ([`Axis::NAME_ORDER`]).
     pub fn iter(self) -> impl Iterator<Item = Axis> {
-        Axis::NAME_ORDER.into_iter().filter(move |a| self.contains(*a))
+        Axis::NAME_ORDER
+            .into_iter()
+            .filter(move |a| self.contains(*a))
     }
 }
 

@@ -43,7 +43,9 @@ pub enum Error {
     },
 
     /// An axis of size greater than one is missing from the order.
-    #[error("{axis} has size {size} but is missing from order {order:?} (only size-1 axes may be left out)")]
+    #[error(
+        "{axis} has size {size} but is missing from order {order:?} (only size-1 axes may be left out)"
+    )]
     MissingAxis {
         /// The missing order token.
         axis: Axis,
@@ -92,7 +94,9 @@ pub enum Error {
     },
 
     /// In the nested expert layout `dp` must be a multiple of `ep`.
-    #[error("dp ({dp}) is not divisible by ep ({ep}) (the nested expert layout carves ep out of dp; try --expert-layout folded)")]
+    #[error(
+        "dp ({dp}) is not divisible by ep ({ep}) (the nested expert layout carves ep out of dp; try --expert-layout folded)"
+    )]
     DpNotDivisibleByEp {
         /// The data-parallel size.
         dp: u32,
@@ -114,7 +118,9 @@ pub enum Error {
     },
 
     /// Folded layout, pipeline not last: attention and expert dp must agree.
-    #[error("with pp ({pp}) > 1 and order {order:?} not ending in pp, the expert data-parallel size edp ({edp}) must equal dp ({dp})")]
+    #[error(
+        "with pp ({pp}) > 1 and order {order:?} not ending in pp, the expert data-parallel size edp ({edp}) must equal dp ({dp})"
+    )]
     FoldedDpMismatch {
         /// The order string.
         order: String,
@@ -127,7 +133,9 @@ pub enum Error {
     },
 
     /// Folded layout: the expert grid's pipelines are not the attention grid's.
-    #[error("the expert grid's pp groups differ from the attention grid's (pp stride {expert_stride} vs {attention_stride} in order {order:?}); put pp last or make the axes before pp the same size in both grids")]
+    #[error(
+        "the expert grid's pp groups differ from the attention grid's (pp stride {expert_stride} vs {attention_stride} in order {order:?}); put pp last or make the axes before pp the same size in both grids"
+    )]
     FoldedPpMismatch {
         /// The order string.
         order: String,
@@ -178,7 +186,9 @@ pub enum Error {
     },
 
     /// Distributed-optimizer groups would mix tensor or expert shards.
-    #[error("dist_opt_instances ({instances}) needs {first} before {second} in order {order:?} (counting axes of size > 1): otherwise the intra/inter groups mix {first} shards")]
+    #[error(
+        "dist_opt_instances ({instances}) needs {first} before {second} in order {order:?} (counting axes of size > 1): otherwise the intra/inter groups mix {first} shards"
+    )]
     DistOptOrder {
         /// The number of instances.
         instances: u32,
@@ -198,7 +208,9 @@ pub enum Error {
     },
 
     /// A kind name that does not parse.
-    #[error("unknown kind {name:?} (expected axes joined by '-' such as tp-dp-cp, or dp-mod-ep, embd, pos-embd, hcp-N, dp-cp-intra, dp-cp-inter, edp-intra, dist-opt-instance)")]
+    #[error(
+        "unknown kind {name:?} (expected axes joined by '-' such as tp-dp-cp, or dp-mod-ep, embd, pos-embd, hcp-N, dp-cp-intra, dp-cp-inter, edp-intra, dist-opt-instance)"
+    )]
     UnknownKind {
         /// The name given.
         name: String,

@@ -112,7 +112,12 @@ pub(crate) fn check_dist_opt(
 }
 
 /// The plan of a distributed-optimizer kind (checked by [`check_dist_opt`]).
-pub(crate) fn dist_opt(kind: Kind, instances: u32, attention: &RankGenerator, expert: &FoldedExpert) -> Plan {
+pub(crate) fn dist_opt(
+    kind: Kind,
+    instances: u32,
+    attention: &RankGenerator,
+    expert: &FoldedExpert,
+) -> Plan {
     let grid = expert.grid();
     let edp_mask = mask_of(grid, &[Axis::Edp]);
     let per_instance = grid.size(Axis::Edp) / instances;

@@ -20,9 +20,10 @@ impl FoldedExpert {
         let world_size = attention.world_size();
         let pp = attention.sizes().pp;
         let dp = attention.sizes().dp;
-        let per_replica = crate::math::checked_product([etp, ep, pp]).ok_or_else(|| Error::Overflow {
-            what: format!("etp*ep*pp = {etp}*{ep}*{pp}"),
-        })?;
+        let per_replica =
+            crate::math::checked_product([etp, ep, pp]).ok_or_else(|| Error::Overflow {
+                what: format!("etp*ep*pp = {etp}*{ep}*{pp}"),
+            })?;
         if world_size % per_replica != 0 {
             return Err(Error::ExpertWorldNotDivisible {
                 world_size,

@@ -33,15 +33,16 @@ impl Grid {
     /// # Errors
     /// [`Error::Overflow`] when the world or its last rank does not fit a `u32`.
     pub fn new(axes: &[(Axis, u32)], offset: u32) -> Result<Grid> {
-        let world = checked_product(axes.iter().map(|(_, s)| *s)).ok_or_else(|| Error::Overflow {
-            what: format!(
-                "the grid {}",
-                axes.iter()
-                    .map(|(a, s)| format!("{a}={s}"))
-                    .collect::<Vec<_>>()
-                    .join(" * ")
-            ),
-        })?;
+        let world =
+            checked_product(axes.iter().map(|(_, s)| *s)).ok_or_else(|| Error::Overflow {
+                what: format!(
+                    "the grid {}",
+                    axes.iter()
+                        .map(|(a, s)| format!("{a}={s}"))
+                        .collect::<Vec<_>>()
+                        .join(" * ")
+                ),
+            })?;
         if u64::from(offset) + u64::from(world) > 1 << 32 {
             return Err(Error::Overflow {
                 what: format!("rank_offset ({offset}) + world ({world})"),

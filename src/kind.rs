@@ -172,18 +172,20 @@ impl FromStr for Kind {
 }
 
 impl fmt::Display for Kind {
+    /// The kind's name; honours width and alignment (`{:<12}`).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Kind::Axes(set) => write!(f, "{set}"),
-            Kind::ModEp(set) => write!(f, "{set}-mod-ep"),
-            Kind::Embd => f.write_str("embd"),
-            Kind::PosEmbd => f.write_str("pos-embd"),
-            Kind::Hcp(level) => write!(f, "hcp-{level}"),
-            Kind::DpCpIntra => f.write_str("dp-cp-intra"),
-            Kind::EdpIntra => f.write_str("edp-intra"),
-            Kind::DpCpInter => f.write_str("dp-cp-inter"),
-            Kind::DistOptInstance => f.write_str("dist-opt-instance"),
-        }
+        let name = match self {
+            Kind::Axes(set) => set.to_string(),
+            Kind::ModEp(set) => format!("{set}-mod-ep"),
+            Kind::Embd => "embd".into(),
+            Kind::PosEmbd => "pos-embd".into(),
+            Kind::Hcp(level) => format!("hcp-{level}"),
+            Kind::DpCpIntra => "dp-cp-intra".into(),
+            Kind::EdpIntra => "edp-intra".into(),
+            Kind::DpCpInter => "dp-cp-inter".into(),
+            Kind::DistOptInstance => "dist-opt-instance".into(),
+        };
+        f.pad(&name)
     }
 }
 

@@ -23,7 +23,7 @@ enum Shape {
     EncoderDecoder {
         encoder: RankGenerator,
         decoder: RankGenerator,
-        mapper: PpGroupMapper,
+        mapper: Box<PpGroupMapper>,
     },
 }
 
@@ -209,7 +209,10 @@ impl Layout {
             resolved.encoder_pp = Some(encoder_pp);
             resolved.dp = Some(dp);
             resolved.world_size = Some(encoder.world_size() + decoder.world_size());
-            let mapper = PpGroupMapper::new(encoder.attention().clone(), decoder.attention().clone());
+            let mapper = Box::new(PpGroupMapper::new(
+                encoder.attention().clone(),
+                decoder.attention().clone(),
+            ));
             Shape::EncoderDecoder {
                 encoder,
                 decoder,
@@ -225,7 +228,8 @@ impl Layout {
                 dp,
                 pp: config.pp,
             };
-            let generator = RankGenerator::build(sizes, &config.order, config.rank_offset, !folded)?;
+            let generator =
+                RankGenerator::build(sizes, &config.order, config.rank_offset, !folded)?;
             resolved.dp = Some(dp);
             resolved.world_size = Some(generator.world_size());
             if folded {
@@ -361,7 +365,12 @@ impl Layout {
                 if self.dist_opt_instances <= 1 {
                     return Err(not_here);
                 }
-                return Ok(families::dist_opt(kind, self.dist_opt_instances, attention, expert));
+                return Ok(families::dist_opt(
+                    kind,
+                    self.dist_opt_instances,
+                    attention,
+                    expert,
+                ));
             }
             _ => {}
         }
@@ -385,7 +394,7 @@ impl Layout {
                 };
                 Ok(match joined {
                     Some(what) => Plan::Joined {
-                        mapper: Box::new(mapper.clone()),
+                        mapper: mapper.clone(),
                         what,
                     },
                     None => Plan::Stack {
@@ -472,11 +481,20 @@ impl Layout {
     ///
     /// # Errors
     /// [`Error::RoundOutOfRange`], [`Error::RankOutOfRange`], [`Error::KindNotInLayout`].
-    pub fn comm_split_round(&self, rank: u32, kind: Kind, round: u32) -> Result<Option<(u32, u32)>> {
+    pub fn comm_split_round(
+        &self,
+        rank: u32,
+        kind: Kind,
+        round: u32,
+    ) -> Result<Option<(u32, u32)>> {
         let plan = self.plan(kind)?;
         let rounds = plan.rounds();
         if round >= rounds {
-            return Err(Error::RoundOutOfRange { kind, round, rounds });
+            return Err(Error::RoundOutOfRange {
+                kind,
+                round,
+                rounds,
+            });
         }
         self.check_rank(rank)?;
         Ok(plan

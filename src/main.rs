@@ -146,7 +146,9 @@ impl LayoutArgs {
                 .map(|s| s.trim().parse::<u32>())
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(|_| Error::InvalidConfig {
-                    message: format!("--hierarchical-cp {levels:?} is not a comma-separated list of sizes"),
+                    message: format!(
+                        "--hierarchical-cp {levels:?} is not a comma-separated list of sizes"
+                    ),
                 })?;
             c.hierarchical_cp = Some(parsed);
         }

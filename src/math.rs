@@ -9,7 +9,9 @@ use std::ops::Range;
 /// Guarantees: `Some(p)` means every partial product fits too, so any rank
 /// built from a prefix of these factors is a valid `u32`.
 pub(crate) fn checked_product(values: impl IntoIterator<Item = u32>) -> Option<u32> {
-    values.into_iter().try_fold(1u32, |acc, v| acc.checked_mul(v))
+    values
+        .into_iter()
+        .try_fold(1u32, |acc, v| acc.checked_mul(v))
 }
 
 /// The product of `values` in `u64`, saturating (for error messages).
@@ -131,7 +133,13 @@ mod tests {
 
     #[test]
     fn spread_is_mixed_radix() {
-        let d = [Digit { size: 2, stride: 1 }, Digit { size: 3, stride: 10 }];
+        let d = [
+            Digit { size: 2, stride: 1 },
+            Digit {
+                size: 3,
+                stride: 10,
+            },
+        ];
         let got: Vec<u32> = (0..6).map(|n| spread(n, &d)).collect();
         assert_eq!(got, vec![0, 1, 10, 11, 20, 21]);
     }

@@ -74,7 +74,9 @@ impl FromStr for Order {
         let mut written = ArrayVec::<Axis, 5>::new();
         for token in lower.split('-') {
             if token.is_empty() {
-                return Err(Error::EmptyAxis { order: s.to_owned() });
+                return Err(Error::EmptyAxis {
+                    order: s.to_owned(),
+                });
             }
             let axis = Axis::from_name(token)
                 .filter(|a| Axis::ORDER_TOKENS.contains(a))

@@ -48,7 +48,9 @@ impl Plan {
     /// Number of groups.
     pub fn count(&self) -> u32 {
         match self {
-            Plan::Grid { grid, mask } | Plan::Ends { grid, pp: mask, .. } => grid.group_count(*mask),
+            Plan::Grid { grid, mask } | Plan::Ends { grid, pp: mask, .. } => {
+                grid.group_count(*mask)
+            }
             Plan::Refine {
                 grid, mask, span, ..
             } => grid.group_count(*mask) * (grid.group_size(*mask) / span),

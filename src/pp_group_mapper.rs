@@ -191,7 +191,10 @@ impl PpGroupMapper {
                 other => dec.coord(decoder_rank, other).unwrap_or(0),
             })
             .unwrap_or_else(|_| unreachable!("cp and dp agree, e < encoder_tp"));
-        let stages = self.encoder.digit(Axis::Pp).unwrap_or(Digit { size: 1, stride: 1 });
+        let stages = self
+            .encoder
+            .digit(Axis::Pp)
+            .unwrap_or(Digit { size: 1, stride: 1 });
         Segment::boxed(first, [stages])
     }
 
@@ -259,15 +262,20 @@ impl PpGroupMapper {
             }
             Joined::Embd => {
                 let (enc, dec) = self.pipelines(index);
-                Group::joined(Segment::single(enc.at(0)), Segment::single(dec.at(dec.len() - 1)))
+                Group::joined(
+                    Segment::single(enc.at(0)),
+                    Segment::single(dec.at(dec.len() - 1)),
+                )
             }
             Joined::PosEmbd => {
                 let (enc, _) = self.pipelines(self.pos_embd_joined(index));
                 Group::new(Segment::single(enc.at(0)))
             }
             Joined::TpPp => Group::joined(
-                self.encoder.group_segment(Self::tp_pp(&self.encoder), index),
-                self.decoder.group_segment(Self::tp_pp(&self.decoder), index),
+                self.encoder
+                    .group_segment(Self::tp_pp(&self.encoder), index),
+                self.decoder
+                    .group_segment(Self::tp_pp(&self.decoder), index),
             ),
         }
     }

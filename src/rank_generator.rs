@@ -88,7 +88,12 @@ impl RankGenerator {
 
     /// `nested`: apply the ep/dp rules of SPEC 3.1 (off for the attention
     /// grid of the folded layout, where ep = 1 and no rule applies).
-    pub(crate) fn build(sizes: Sizes, order: &Order, rank_offset: u32, nested: bool) -> Result<RankGenerator> {
+    pub(crate) fn build(
+        sizes: Sizes,
+        order: &Order,
+        rank_offset: u32,
+        nested: bool,
+    ) -> Result<RankGenerator> {
         for axis in Axis::ORDER_TOKENS {
             if sizes.of(axis) == 0 {
                 return Err(Error::ZeroSize { what: axis.name() });

@@ -45,7 +45,10 @@ impl Layout {
         for kind in &kinds {
             let _ = self.groups(*kind)?;
         }
-        Ok(LayoutReport { layout: self, kinds })
+        Ok(LayoutReport {
+            layout: self,
+            kinds,
+        })
     }
 
     /// The view of `rank` for `kinds` (every kind of the layout when empty).
@@ -111,7 +114,11 @@ impl fmt::Display for LayoutReport<'_> {
             c.pp
         )?;
         if let Some(etp) = c.etp {
-            write!(f, " etp={etp} edp={} (folded)", l.expert_data_parallel_size())?;
+            write!(
+                f,
+                " etp={etp} edp={} (folded)",
+                l.expert_data_parallel_size()
+            )?;
         }
         if let (Some(etp), Some(epp)) = (c.encoder_tp, c.encoder_pp) {
             write!(
@@ -123,7 +130,9 @@ impl fmt::Display for LayoutReport<'_> {
         }
         writeln!(f)?;
         for kind in &self.kinds {
-            let Ok(groups) = l.groups(*kind) else { continue };
+            let Ok(groups) = l.groups(*kind) else {
+                continue;
+            };
             writeln!(f, "\n{kind} ({} groups)", groups.len())?;
             for (i, group) in groups.enumerate() {
                 write!(f, "  {i:>4}: ")?;
@@ -152,7 +161,11 @@ impl fmt::Display for RankReport {
                 writeln!(f, "{kind:<14} -")?;
             }
             for m in memberships {
-                write!(f, "{kind:<14} index {:>5}  key {:>4}  members ", m.index, m.key)?;
+                write!(
+                    f,
+                    "{kind:<14} index {:>5}  key {:>4}  members ",
+                    m.index, m.key
+                )?;
                 write_ranks(f, m.group.iter())?;
                 writeln!(f)?;
             }

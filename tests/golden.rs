@@ -53,15 +53,38 @@ fn megatron_docstring_16_ranks_tp2_pp4() {
     });
     assert_eq!(
         groups(&l, "tp"),
-        v(&[&[0, 1], &[2, 3], &[4, 5], &[6, 7], &[8, 9], &[10, 11], &[12, 13], &[14, 15]])
+        v(&[
+            &[0, 1],
+            &[2, 3],
+            &[4, 5],
+            &[6, 7],
+            &[8, 9],
+            &[10, 11],
+            &[12, 13],
+            &[14, 15]
+        ])
     );
     assert_eq!(
         groups(&l, "pp"),
-        v(&[&[0, 4, 8, 12], &[1, 5, 9, 13], &[2, 6, 10, 14], &[3, 7, 11, 15]])
+        v(&[
+            &[0, 4, 8, 12],
+            &[1, 5, 9, 13],
+            &[2, 6, 10, 14],
+            &[3, 7, 11, 15]
+        ])
     );
     assert_eq!(
         groups(&l, "dp"),
-        v(&[&[0, 2], &[1, 3], &[4, 6], &[5, 7], &[8, 10], &[9, 11], &[12, 14], &[13, 15]])
+        v(&[
+            &[0, 2],
+            &[1, 3],
+            &[4, 6],
+            &[5, 7],
+            &[8, 10],
+            &[9, 11],
+            &[12, 14],
+            &[13, 15]
+        ])
     );
 }
 
@@ -91,7 +114,16 @@ fn spec_encdec_seed_case() {
     });
     assert_eq!(
         groups(&l, "pp"),
-        v(&[&[0, 4], &[0, 5], &[1, 6], &[1, 7], &[2, 8], &[2, 9], &[3, 10], &[3, 11]])
+        v(&[
+            &[0, 4],
+            &[0, 5],
+            &[1, 6],
+            &[1, 7],
+            &[2, 8],
+            &[2, 9],
+            &[3, 10],
+            &[3, 11]
+        ])
     );
 }
 
@@ -136,8 +168,14 @@ fn issue_hierarchical_cp_examples() {
         ..Config::default()
     });
     assert_eq!(groups(&l, "cp"), v(&[&[0, 2, 4, 6], &[1, 3, 5, 7]]));
-    assert_eq!(groups(&l, "hcp-0"), v(&[&[0, 2], &[4, 6], &[1, 3], &[5, 7]]));
-    assert_eq!(groups(&l, "hcp-1"), v(&[&[0, 4], &[2, 6], &[1, 5], &[3, 7]]));
+    assert_eq!(
+        groups(&l, "hcp-0"),
+        v(&[&[0, 2], &[4, 6], &[1, 3], &[5, 7]])
+    );
+    assert_eq!(
+        groups(&l, "hcp-1"),
+        v(&[&[0, 4], &[2, 6], &[1, 5], &[3, 7]])
+    );
     // cp=16, levels [2, 2, 4]: one cp group 0..15.
     let l = layout(Config {
         cp: 16,
@@ -164,10 +202,22 @@ fn issue_dist_opt_example() {
         dist_opt_instances: Some(2),
         ..Config::default()
     });
-    assert_eq!(groups(&l, "dp-cp-intra"), v(&[&[0, 1, 2, 3], &[4, 5, 6, 7]]));
-    assert_eq!(groups(&l, "edp-intra"), v(&[&[0, 2], &[4, 6], &[1, 3], &[5, 7]]));
-    assert_eq!(groups(&l, "dp-cp-inter"), v(&[&[0, 4], &[2, 6], &[1, 5], &[3, 7]]));
-    assert_eq!(groups(&l, "dist-opt-instance"), v(&[&[0, 1, 2, 3], &[4, 5, 6, 7]]));
+    assert_eq!(
+        groups(&l, "dp-cp-intra"),
+        v(&[&[0, 1, 2, 3], &[4, 5, 6, 7]])
+    );
+    assert_eq!(
+        groups(&l, "edp-intra"),
+        v(&[&[0, 2], &[4, 6], &[1, 3], &[5, 7]])
+    );
+    assert_eq!(
+        groups(&l, "dp-cp-inter"),
+        v(&[&[0, 4], &[2, 6], &[1, 5], &[3, 7]])
+    );
+    assert_eq!(
+        groups(&l, "dist-opt-instance"),
+        v(&[&[0, 1, 2, 3], &[4, 5, 6, 7]])
+    );
 }
 
 /// A reference vector file: its config turned into a [`Config`].
@@ -183,8 +233,16 @@ fn vector_config(config: &serde_json::Value) -> Config {
         world_size: n("world_size"),
         order: config["order"].as_str().unwrap().parse().unwrap(),
         rank_offset: n("rank_offset").unwrap_or(0),
-        encoder_tp: if mode == "encdec" { n("encoder_tp") } else { None },
-        encoder_pp: if mode == "encdec" { n("encoder_pp") } else { None },
+        encoder_tp: if mode == "encdec" {
+            n("encoder_tp")
+        } else {
+            None
+        },
+        encoder_pp: if mode == "encdec" {
+            n("encoder_pp")
+        } else {
+            None
+        },
         expert_layout: if mode == "folded" {
             ExpertLayout::Folded
         } else {
@@ -206,15 +264,28 @@ fn reference_vectors() {
     files.sort();
     assert_eq!(files.len(), 6, "the six vector files are present");
     for path in files {
-        let data: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let data: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         let l = layout(vector_config(&data["config"]));
         let name = path.display();
-        assert_eq!(u64::from(l.world_size()), data["config"]["world_size"].as_u64().unwrap(), "{name}");
+        assert_eq!(
+            u64::from(l.world_size()),
+            data["config"]["world_size"].as_u64().unwrap(),
+            "{name}"
+        );
         if let Some(edp) = data["config"].get("edp") {
-            assert_eq!(u64::from(l.expert_data_parallel_size()), edp.as_u64().unwrap(), "{name}");
+            assert_eq!(
+                u64::from(l.expert_data_parallel_size()),
+                edp.as_u64().unwrap(),
+                "{name}"
+            );
         }
         if let Some(enc) = data["config"].get("encoder_world_size") {
-            assert_eq!(u64::from(l.encoder_world_size()), enc.as_u64().unwrap(), "{name}");
+            assert_eq!(
+                u64::from(l.encoder_world_size()),
+                enc.as_u64().unwrap(),
+                "{name}"
+            );
         }
         let expected = data["groups"].as_object().unwrap();
         let kinds: Vec<String> = l.kinds().iter().map(Kind::to_string).collect();
@@ -233,6 +304,9 @@ fn reference_vectors() {
             .iter()
             .map(|k| text.find(&format!("\"{k}\":")).unwrap())
             .collect();
-        assert!(positions.windows(2).all(|w| w[0] < w[1]), "{name}: kind order");
+        assert!(
+            positions.windows(2).all(|w| w[0] < w[1]),
+            "{name}: kind order"
+        );
     }
 }

@@ -52,8 +52,15 @@ pub fn masked_groups(world: u64, sizes: &[u64], mask: &[bool], offset: u64) -> G
         let mut ranks = Vec::new();
         for rank_in_group in 0..group_size {
             let r = decompose(rank_in_group, &masked_shape);
-            let rank: u64 = r.iter().zip(&masked_stride).map(|(a, b)| a * b).sum::<u64>()
-                + g.iter().zip(&unmasked_stride).map(|(a, b)| a * b).sum::<u64>();
+            let rank: u64 = r
+                .iter()
+                .zip(&masked_stride)
+                .map(|(a, b)| a * b)
+                .sum::<u64>()
+                + g.iter()
+                    .zip(&unmasked_stride)
+                    .map(|(a, b)| a * b)
+                    .sum::<u64>();
             ranks.push((rank + offset) as u32);
         }
         out.push(ranks);
@@ -78,7 +85,11 @@ impl RefGrid {
     pub fn get_ranks(&self, token: &str) -> Groups {
         let mut mask = vec![false; self.tokens.len()];
         for t in token.split('-') {
-            let i = self.tokens.iter().position(|x| x == t).expect("token in order");
+            let i = self
+                .tokens
+                .iter()
+                .position(|x| x == t)
+                .expect("token in order");
             mask[i] = true;
         }
         masked_groups(self.world(), &self.sizes, &mask, self.offset)
@@ -110,7 +121,15 @@ pub fn full_order(order: &str) -> Vec<String> {
 }
 
 /// The nested `RankGenerator` of Megatron-LM 2024: (without ep, with ep).
-pub fn nested_grids(tp: u64, cp: u64, ep: u64, dp: u64, pp: u64, order: &str, offset: u64) -> (RefGrid, RefGrid) {
+pub fn nested_grids(
+    tp: u64,
+    cp: u64,
+    ep: u64,
+    dp: u64,
+    pp: u64,
+    order: &str,
+    offset: u64,
+) -> (RefGrid, RefGrid) {
     let tokens = full_order(order);
     let size = |t: &str| match t {
         "tp" => tp,
@@ -127,8 +146,16 @@ pub fn nested_grids(tp: u64, cp: u64, ep: u64, dp: u64, pp: u64, order: &str, of
         .map(|t| if t == "dp" { dp / ep } else { size(t) })
         .collect();
     (
-        RefGrid { tokens: wo, sizes: wo_sizes, offset },
-        RefGrid { tokens, sizes: w_sizes, offset },
+        RefGrid {
+            tokens: wo,
+            sizes: wo_sizes,
+            offset,
+        },
+        RefGrid {
+            tokens,
+            sizes: w_sizes,
+            offset,
+        },
     )
 }
 
@@ -149,7 +176,9 @@ pub fn embd(pp_groups: &Groups, last: bool) -> Groups {
 /// Every kind of the nested layout, by name, in SPEC 3.1 order.
 pub fn nested_kinds(wo: &RefGrid, w: &RefGrid) -> Vec<(String, Groups)> {
     let mut out = Vec::new();
-    for k in ["tp", "pp", "dp", "cp", "dp-cp", "tp-pp", "tp-cp", "tp-dp", "tp-dp-cp"] {
+    for k in [
+        "tp", "pp", "dp", "cp", "dp-cp", "tp-pp", "tp-cp", "tp-dp", "tp-dp-cp",
+    ] {
         out.push((k.to_string(), wo.get_ranks(k)));
     }
     for (name, token) in [
@@ -207,7 +236,9 @@ pub fn encdec_kinds(c: &Config) -> Vec<(String, Groups)> {
             let g = enc_pp
                 .iter()
                 .find(|g| {
-                    ewo.coord(g[0], "tp") == e && ewo.coord(g[0], "cp") == cc && ewo.coord(g[0], "dp") == dd
+                    ewo.coord(g[0], "tp") == e
+                        && ewo.coord(g[0], "cp") == cc
+                        && ewo.coord(g[0], "dp") == dd
                 })
                 .unwrap();
             joined.push(g.iter().chain(d.iter()).copied().collect::<Vec<_>>());
@@ -228,10 +259,16 @@ pub fn encdec_kinds(c: &Config) -> Vec<(String, Groups)> {
     for ((name, e), (_, d)) in enc.into_iter().zip(dec) {
         let groups = match name.as_str() {
             "pp" => joined.clone(),
-            "tp-pp" => enc_tppp
+            "tp-pp" => dec_tppp
                 .iter()
-                .zip(&dec_tppp)
-                .map(|(a, b)| a.iter().chain(b).copied().collect())
+                .map(|d| {
+                    let same = |g: &&Vec<u32>| {
+                        ewo.coord(g[0], "cp") == dwo.coord(d[0], "cp")
+                            && ewo.coord(g[0], "dp") == dwo.coord(d[0], "dp")
+                    };
+                    let e = enc_tppp.iter().find(same).unwrap();
+                    e.iter().chain(d).copied().collect()
+                })
                 .collect(),
             "embd" => distinct(embd(&joined, true)),
             "pos-embd" => distinct(embd(&joined, false)),
@@ -265,25 +302,42 @@ pub fn folded_kinds(c: &Config) -> Vec<(String, Groups)> {
             _ => unreachable!(),
         })
         .collect();
-    let expert = RefGrid { tokens, sizes, offset };
+    let expert = RefGrid {
+        tokens,
+        sizes,
+        offset,
+    };
     let mut out = Vec::new();
-    for k in ["tp", "pp", "dp", "cp", "dp-cp", "tp-pp", "tp-cp", "tp-dp", "tp-dp-cp"] {
+    for k in [
+        "tp", "pp", "dp", "cp", "dp-cp", "tp-pp", "tp-cp", "tp-dp", "tp-dp-cp",
+    ] {
         out.push((k.to_string(), wo.get_ranks(k)));
     }
     let pp_groups = wo.get_ranks("pp");
     out.push(("embd".into(), embd(&pp_groups, true)));
     out.push(("pos-embd".into(), embd(&pp_groups, false)));
-    for (name, token) in [("ep", "ep"), ("etp", "tp"), ("etp-ep", "tp-ep"), ("etp-ep-pp", "tp-ep-pp"), ("edp", "dp")] {
+    for (name, token) in [
+        ("ep", "ep"),
+        ("etp", "tp"),
+        ("etp-ep", "tp-ep"),
+        ("etp-ep-pp", "tp-ep-pp"),
+        ("edp", "dp"),
+    ] {
         out.push((name.to_string(), expert.get_ranks(token)));
     }
-    out.extend(hcp_kinds(&wo.get_ranks("cp"), c.hierarchical_cp.as_deref().unwrap_or(&[])));
+    out.extend(hcp_kinds(
+        &wo.get_ranks("cp"),
+        c.hierarchical_cp.as_deref().unwrap_or(&[]),
+    ));
     let n = c.dist_opt_instances.unwrap_or(1) as usize;
     if n > 1 {
         let m = edp as usize / n;
         let dp_cp = wo.get_ranks("dp-cp");
         let edp_groups = expert.get_ranks("dp");
         let slices = |gs: &Groups, len: usize| -> Groups {
-            gs.iter().flat_map(|g| g.chunks(len).map(|c| c.to_vec())).collect()
+            gs.iter()
+                .flat_map(|g| g.chunks(len).map(|c| c.to_vec()))
+                .collect()
         };
         out.push(("dp-cp-intra".into(), slices(&dp_cp, dp_cp[0].len() / n)));
         out.push(("edp-intra".into(), slices(&edp_groups, m)));
@@ -310,7 +364,11 @@ pub fn hcp_kinds(cp_groups: &Groups, levels: &[u32]) -> Vec<(String, Groups)> {
             let outer = g.len() / (unit * span);
             for c in 0..outer {
                 for a in 0..unit {
-                    groups.push((0..span).map(|b| g[a + b * unit + c * unit * span]).collect());
+                    groups.push(
+                        (0..span)
+                            .map(|b| g[a + b * unit + c * unit * span])
+                            .collect(),
+                    );
                 }
             }
         }
@@ -337,7 +395,10 @@ pub fn reference(c: &Config) -> Vec<(String, Groups)> {
         c.rank_offset as u64,
     );
     let mut out = nested_kinds(&wo, &w);
-    out.extend(hcp_kinds(&wo.get_ranks("cp"), c.hierarchical_cp.as_deref().unwrap_or(&[])));
+    out.extend(hcp_kinds(
+        &wo.get_ranks("cp"),
+        c.hierarchical_cp.as_deref().unwrap_or(&[]),
+    ));
     out
 }
 
@@ -350,7 +411,7 @@ pub fn order_string(perm: &[usize], sizes: [u32; 5], drop_mask: u8, upper: bool)
         .filter(|i| !(sizes[**i] == 1 && drop_mask & (1 << **i) != 0))
         .map(|i| TOKENS[*i])
         .collect();
-    let s = tokens.join("-");
+    let s = if tokens.is_empty() { "pp".to_string() } else { tokens.join("-") };
     if upper { s.to_uppercase() } else { s }
 }
 
@@ -361,7 +422,17 @@ pub fn size() -> impl Strategy<Value = u32> {
 
 /// Valid nested configurations (ep adjacent to dp), up to a few thousand ranks.
 pub fn nested_config() -> impl Strategy<Value = Config> {
-    (size(), size(), size(), 1..=3u32, size(), Just((0..5).collect::<Vec<usize>>()).prop_shuffle(), any::<u8>(), any::<bool>(), 0..3u32)
+    (
+        size(),
+        size(),
+        size(),
+        1..=3u32,
+        size(),
+        Just((0..5).collect::<Vec<usize>>()).prop_shuffle(),
+        any::<u8>(),
+        any::<bool>(),
+        0..3u32,
+    )
         .prop_map(|(tp, cp, ep, dp_mult, pp, perm, drop, upper, off)| {
             let dp = ep * dp_mult;
             let sizes = [tp, cp, ep, dp, pp];
@@ -381,5 +452,7 @@ pub fn nested_config() -> impl Strategy<Value = Config> {
                 ..Config::default()
             }
         })
-        .prop_filter("ep written must be adjacent to dp", |c| rank_layout::Layout::new(c).is_ok())
+        .prop_filter("ep written must be adjacent to dp", |c| {
+            rank_layout::Layout::new(c).is_ok()
+        })
 }
