@@ -2,6 +2,9 @@
 
 use std::fmt;
 
+use crate::Axis;
+use crate::grid::Grid;
+
 /// A rank's coordinates in the attention (dense) grid.
 ///
 /// `dp` is the full data-parallel index (not split by expert parallelism).
@@ -33,6 +36,20 @@ pub struct ExpertCoord {
     pub edp: u32,
     /// Pipeline stage.
     pub pp: u32,
+}
+
+impl ExpertCoord {
+    /// The coordinates of `rank` in an expert grid whose tensor axis is
+    /// `tensor` (`Tp` nested, `Etp` folded); `None` outside the grid.
+    pub(crate) fn in_grid(grid: &Grid, rank: u32, tensor: Axis) -> Option<ExpertCoord> {
+        let c = |a| grid.coord(rank, a);
+        Some(ExpertCoord {
+            etp: c(tensor)?,
+            ep: c(Axis::Ep)?,
+            edp: c(Axis::Edp)?,
+            pp: c(Axis::Pp)?,
+        })
+    }
 }
 
 /// Which grid of a layout a rank belongs to.

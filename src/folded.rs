@@ -131,12 +131,6 @@ impl FoldedExpert {
 
     /// The expert coordinates of `rank`, or `None` outside the grid.
     pub fn coord(&self, rank: u32) -> Option<ExpertCoord> {
-        let c = |a| self.grid.coord(rank, a);
-        Some(ExpertCoord {
-            etp: c(Axis::Etp)?,
-            ep: c(Axis::Ep)?,
-            edp: c(Axis::Edp)?,
-            pp: c(Axis::Pp)?,
-        })
+        ExpertCoord::in_grid(&self.grid, rank, Axis::Etp)
     }
 }

@@ -182,15 +182,7 @@ impl PpGroupMapper {
     /// First rank of the encoder pipeline with tp index `e` and the (cp, dp)
     /// of `decoder_rank`.
     fn encoder_pipeline(&self, decoder_rank: u32, e: u32) -> Segment {
-        let dec = &self.decoder;
-        let first = self
-            .encoder
-            .rank_with(|axis| match axis {
-                Axis::Tp => e,
-                Axis::Pp => 0,
-                other => dec.coord(decoder_rank, other).unwrap_or(0),
-            })
-            .unwrap_or_else(|_| unreachable!("cp and dp agree, e < encoder_tp"));
+        let first = first_stage(&self.decoder, decoder_rank, &self.encoder, e);
         let stages = self
             .encoder
             .digit(Axis::Pp)
@@ -200,15 +192,7 @@ impl PpGroupMapper {
 
     /// The decoder pp group index of tp index `t` and the (cp, dp) of `encoder_rank`.
     fn decoder_group(&self, encoder_rank: u32, t: u32) -> u32 {
-        let enc = &self.encoder;
-        let first = self
-            .decoder
-            .rank_with(|axis| match axis {
-                Axis::Tp => t,
-                Axis::Pp => 0,
-                other => enc.coord(encoder_rank, other).unwrap_or(0),
-            })
-            .unwrap_or_else(|_| unreachable!("cp and dp agree, t < tp"));
+        let first = first_stage(&self.encoder, encoder_rank, &self.decoder, t);
         self.decoder
             .locate(self.dec_pp, first)
             .map_or(0, |(g, _)| g)
@@ -365,4 +349,15 @@ impl PpGroupMapper {
             Joined::PosEmbd | Joined::TpPp => 0,
         }
     }
+}
+
+/// The first-stage rank of grid `to` with tp index `tp` and the cp and dp
+/// coordinates of `rank` in grid `from` (both grids share cp and dp sizes).
+fn first_stage(from: &Grid, rank: u32, to: &Grid, tp: u32) -> u32 {
+    to.rank_with(|axis| match axis {
+        Axis::Tp => tp,
+        Axis::Pp => 0,
+        other => from.coord(rank, other).unwrap_or(0),
+    })
+    .unwrap_or_else(|_| unreachable!("cp and dp sizes agree and tp < the grid's tp"))
 }

@@ -242,13 +242,7 @@ impl RankGenerator {
 
     /// The coordinates of `rank` in the expert view, or `None` outside the grid.
     pub fn expert_coord(&self, rank: u32) -> Option<ExpertCoord> {
-        let c = |a| self.expert.coord(rank, a);
-        Some(ExpertCoord {
-            etp: c(Axis::Tp)?,
-            ep: c(Axis::Ep)?,
-            edp: c(Axis::Edp)?,
-            pp: c(Axis::Pp)?,
-        })
+        ExpertCoord::in_grid(&self.expert, rank, Axis::Tp)
     }
 
     /// The rank at `coord` (the inverse of [`coord`](Self::coord)).

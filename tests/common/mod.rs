@@ -411,7 +411,11 @@ pub fn order_string(perm: &[usize], sizes: [u32; 5], drop_mask: u8, upper: bool)
         .filter(|i| !(sizes[**i] == 1 && drop_mask & (1 << **i) != 0))
         .map(|i| TOKENS[*i])
         .collect();
-    let s = if tokens.is_empty() { "pp".to_string() } else { tokens.join("-") };
+    let s = if tokens.is_empty() {
+        "pp".to_string()
+    } else {
+        tokens.join("-")
+    };
     if upper { s.to_uppercase() } else { s }
 }
 
