@@ -134,12 +134,7 @@ impl Group {
 
     /// An iterator over the members, in order.
     pub fn iter(&self) -> Members {
-        Members {
-            group: self.clone(),
-            segment: 0,
-            next: 0,
-            remaining: self.len(),
-        }
+        Members::new(self.clone())
     }
 
     /// The members collected into a vector.
@@ -180,6 +175,52 @@ pub struct Members {
     segment: usize,
     next: u32,
     remaining: usize,
+    /// Digits of the position of the last rank yielded (unit-step segments).
+    digits: [u32; MAX_DIGITS],
+    /// The last rank yielded.
+    rank: u32,
+}
+
+impl Members {
+    fn new(group: Group) -> Members {
+        let remaining = group.len();
+        Members {
+            group,
+            segment: 0,
+            next: 0,
+            remaining,
+            digits: [0; MAX_DIGITS],
+            rank: 0,
+        }
+    }
+}
+
+impl Segment {
+    /// Sets `digits` to those of member `i` and returns its rank.
+    fn seek(&self, i: u32, digits: &mut [u32; MAX_DIGITS]) -> u32 {
+        let mut rest = self.start + i * self.step;
+        for (slot, d) in digits.iter_mut().zip(&self.digits) {
+            *slot = rest % d.size;
+            rest /= d.size;
+        }
+        self.at(i)
+    }
+
+    /// The rank after `rank` (whose digits are `digits`) in a unit-step
+    /// segment: an odometer, first digit fastest, no division.
+    fn advance(&self, rank: u32, digits: &mut [u32; MAX_DIGITS]) -> u32 {
+        let mut rank = rank;
+        for (slot, d) in digits.iter_mut().zip(&self.digits) {
+            *slot += 1;
+            rank = rank.wrapping_add(d.stride);
+            if *slot < d.size {
+                break;
+            }
+            *slot = 0;
+            rank = rank.wrapping_sub(d.size.wrapping_mul(d.stride));
+        }
+        rank
+    }
 }
 
 impl Iterator for Members {
@@ -189,10 +230,14 @@ impl Iterator for Members {
         loop {
             let segment = self.group.segments.get(self.segment)?;
             if self.next < segment.len() {
-                let rank = segment.at(self.next);
+                self.rank = if self.next == 0 || segment.step != 1 {
+                    segment.seek(self.next, &mut self.digits)
+                } else {
+                    segment.advance(self.rank, &mut self.digits)
+                };
                 self.next += 1;
                 self.remaining -= 1;
-                return Some(rank);
+                return Some(self.rank);
             }
             self.segment += 1;
             self.next = 0;

@@ -49,10 +49,14 @@
 //!   [`Kind`] and [`Layout`] (deserializing a layout re-validates it), and
 //!   the JSON of the reports.
 //! - `cli` (default): the `rank-layout` command-line tool.
+//! - `mpi`: [`Layout::split`] and [`Layout::split_rounds`] build real
+//!   communicators with `MPI_Comm_split` (needs an MPI library such as Open MPI).
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
 mod axis;
+#[cfg(feature = "mpi")]
+mod comm;
 mod config;
 mod coord;
 mod error;
@@ -73,6 +77,8 @@ mod report;
 mod serde_layout;
 
 pub use axis::{Axis, AxisSet};
+#[cfg(feature = "mpi")]
+pub use comm::GroupComm;
 pub use config::{Config, ExpertLayout};
 pub use coord::{Coord, ExpertCoord, Part, Placement};
 pub use error::{Error, Result};
