@@ -208,7 +208,17 @@ impl Layout {
             resolved.encoder_tp = Some(encoder_tp);
             resolved.encoder_pp = Some(encoder_pp);
             resolved.dp = Some(dp);
-            resolved.world_size = Some(encoder.world_size() + decoder.world_size());
+            let world_size = encoder
+                .world_size()
+                .checked_add(decoder.world_size())
+                .ok_or_else(|| Error::Overflow {
+                    what: format!(
+                        "encoder world ({}) + decoder world ({})",
+                        encoder.world_size(),
+                        decoder.world_size()
+                    ),
+                })?;
+            resolved.world_size = Some(world_size);
             let mapper = Box::new(PpGroupMapper::new(
                 encoder.attention().clone(),
                 decoder.attention().clone(),

@@ -393,12 +393,16 @@ proptest! {
             }
         }
     }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(3000))]
 
     /// Any configuration, order string and rank: a layout or a typed error,
     /// never a panic.
     #[test]
     fn invalid_input_never_panics(
-        sizes in proptest::collection::vec(prop_oneof![Just(0u32), 1..8u32, any::<u32>()], 9),
+        sizes in proptest::collection::vec(prop_oneof![Just(0u32), 1..8u32, (0..32u32).prop_map(|k| 1u32 << k), any::<u32>()], 9),
         tokens in proptest::collection::vec(prop_oneof![
             Just("tp"), Just("cp"), Just("ep"), Just("dp"), Just("pp"), Just("TP"), Just(""), Just("xp"), Just("etp")
         ], 0..7),
@@ -515,6 +519,16 @@ fn overflowing_sizes_are_errors() {
     let c = Config {
         rank_offset: (1 << 31) + 1,
         ..c
+    };
+    assert!(matches!(Layout::new(&c), Err(Error::Overflow { .. })));
+    // Encoder and decoder of 2^31 ranks each: 2^32 ranks do not fit.
+    let c = Config {
+        tp: 1 << 15,
+        pp: 1 << 15,
+        dp: Some(2),
+        encoder_tp: Some(1 << 15),
+        encoder_pp: Some(1 << 15),
+        ..Config::default()
     };
     assert!(matches!(Layout::new(&c), Err(Error::Overflow { .. })));
 }
