@@ -457,6 +457,31 @@ impl Layout {
             .collect())
     }
 
+    /// The one group of `kind` holding `rank`, for a kind whose groups do not
+    /// overlap; `None` where the rank is in no group (`embd`, `pos-embd`).
+    ///
+    /// # Errors
+    /// [`Error::OverlappingKind`] when groups overlap (use
+    /// [`memberships`](Self::memberships)); [`Error::RankOutOfRange`];
+    /// [`Error::KindNotInLayout`].
+    ///
+    /// # Example
+    /// ```
+    /// use rank_layout::{Config, Kind, Layout};
+    /// let layout = Layout::new(&Config { tp: 4, cp: 2, world_size: Some(8), ..Config::default() })?;
+    /// let cp = layout.group_of(6, Kind::CP)?.unwrap();
+    /// assert_eq!((cp.index, cp.key, cp.group.to_vec()), (2, 1, vec![2, 6]));
+    /// assert!(layout.group_of(8, Kind::CP).is_err());
+    /// # Ok::<(), rank_layout::Error>(())
+    /// ```
+    pub fn group_of(&self, rank: u32, kind: Kind) -> Result<Option<Membership>> {
+        let rounds = self.comm_split_rounds(kind)?;
+        if rounds > 1 {
+            return Err(Error::OverlappingKind { kind, rounds });
+        }
+        Ok(self.memberships(rank, kind)?.into_iter().next())
+    }
+
     /// The comm-split `(color, key)` of `rank` for a kind whose groups do not
     /// overlap: the group index and the rank's position; `None` when the rank
     /// is in no group (pass MPI's undefined color).

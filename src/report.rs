@@ -32,16 +32,13 @@ pub struct RankReport {
 }
 
 impl Layout {
-    /// A report of `kinds` (every kind of the layout when empty).
+    /// A report of `kinds` (every kind of the layout when empty; a kind given
+    /// twice, even spelled differently like `cp-dp` and `dp-cp`, once).
     ///
     /// # Errors
     /// [`Error::KindNotInLayout`](crate::Error::KindNotInLayout) for a kind the layout does not have.
     pub fn report(&self, kinds: &[Kind]) -> Result<LayoutReport<'_>> {
-        let kinds = if kinds.is_empty() {
-            self.kinds()
-        } else {
-            kinds.to_vec()
-        };
+        let kinds = self.kinds_or_all(kinds);
         for kind in &kinds {
             let _ = self.groups(*kind)?;
         }
@@ -51,18 +48,15 @@ impl Layout {
         })
     }
 
-    /// The view of `rank` for `kinds` (every kind of the layout when empty).
+    /// The view of `rank` for `kinds` (every kind of the layout when empty,
+    /// repeats once).
     ///
     /// # Errors
     /// [`Error::RankOutOfRange`](crate::Error::RankOutOfRange),
     /// [`Error::KindNotInLayout`](crate::Error::KindNotInLayout).
     pub fn rank_report(&self, rank: u32, kinds: &[Kind]) -> Result<RankReport> {
         let placement = self.placement(rank)?;
-        let kinds = if kinds.is_empty() {
-            self.kinds()
-        } else {
-            kinds.to_vec()
-        };
+        let kinds = self.kinds_or_all(kinds);
         let groups = kinds
             .into_iter()
             .map(|kind| Ok((kind, self.memberships(rank, kind)?)))
@@ -72,6 +66,22 @@ impl Layout {
             placement,
             groups,
         })
+    }
+}
+
+impl Layout {
+    /// `kinds` without repeats, or every kind of the layout when empty.
+    fn kinds_or_all(&self, kinds: &[Kind]) -> Vec<Kind> {
+        if kinds.is_empty() {
+            return self.kinds();
+        }
+        let mut out: Vec<Kind> = Vec::with_capacity(kinds.len());
+        for kind in kinds {
+            if !out.contains(kind) {
+                out.push(*kind);
+            }
+        }
+        out
     }
 }
 

@@ -108,6 +108,12 @@ fn kind_flags_select_kinds_in_given_order() {
     ]);
     let kinds: Vec<&String> = v["groups"].as_object().unwrap().keys().collect();
     assert_eq!(kinds.len(), 2);
+    // The same kind twice, spelled two ways, is printed once.
+    let (_, text) = json(&[
+        "groups", "--cp", "2", "--dp", "2", "--kind", "dp-cp", "--kind", "cp-dp", "--format",
+        "json",
+    ]);
+    assert_eq!(text.matches("\"dp-cp\"").count(), 1, "{text}");
     assert_eq!(
         v["groups"]["pp"],
         serde_json::json!([[0, 4, 8, 12], [1, 5, 9, 13], [2, 6, 10, 14], [3, 7, 11, 15]])

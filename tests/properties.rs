@@ -196,6 +196,8 @@ proptest! {
                 prop_assert_eq!(&sorted, &want, "rank {} kind {}", r, kind);
                 if rounds == 1 {
                     prop_assert_eq!(l.comm_split(r, kind).unwrap(), want.first().copied());
+                    let one = l.group_of(r, kind).unwrap().map(|m| (m.index, m.key));
+                    prop_assert_eq!(one, want.first().copied());
                 } else {
                     prop_assert!(matches!(l.comm_split(r, kind), Err(Error::OverlappingKind { .. })), "{}", kind);
                 }
