@@ -420,6 +420,18 @@ impl Layout {
     ///
     /// # Errors
     /// [`Error::KindNotInLayout`] for a kind this layout does not have.
+    ///
+    /// # Example
+    /// ```
+    /// use rank_layout::{Config, Kind, Layout};
+    /// // SPEC 2: [tp, dp, pp] = [2, 3, 4], order tp-dp-pp.
+    /// let layout = Layout::new(&Config { tp: 2, dp: Some(3), pp: 4, order: "tp-dp-pp".parse()?, ..Config::default() })?;
+    /// let dp = layout.groups(Kind::DP)?;
+    /// assert_eq!(dp.len(), 8);
+    /// assert_eq!(dp.last().unwrap().to_vec(), vec![19, 21, 23]);
+    /// assert!(layout.groups(Kind::ETP).is_err()); // a folded-layout kind
+    /// # Ok::<(), rank_layout::Error>(())
+    /// ```
     pub fn groups(&self, kind: Kind) -> Result<Groups> {
         Ok(Groups::new(self.plan(kind)?))
     }
@@ -443,6 +455,17 @@ impl Layout {
     ///
     /// # Errors
     /// [`Error::RankOutOfRange`], [`Error::KindNotInLayout`].
+    ///
+    /// # Example
+    /// ```
+    /// use rank_layout::{Config, Kind, Layout};
+    /// // tp=4 decoder, encoder tp=2, cp=2: encoder rank 0 feeds decoder ranks 4 and 5.
+    /// let layout = Layout::new(&Config { tp: 4, cp: 2, encoder_tp: Some(2), ..Config::default() })?;
+    /// let pp: Vec<Vec<u32>> = layout.memberships(0, Kind::PP)?.iter().map(|m| m.group.to_vec()).collect();
+    /// assert_eq!(pp, vec![vec![0, 4], vec![0, 5]]);
+    /// assert!(layout.memberships(12, Kind::PP).is_err());
+    /// # Ok::<(), rank_layout::Error>(())
+    /// ```
     pub fn memberships(&self, rank: u32, kind: Kind) -> Result<Vec<Membership>> {
         let plan = self.plan(kind)?;
         self.check_rank(rank)?;
@@ -516,6 +539,21 @@ impl Layout {
     ///
     /// # Errors
     /// [`Error::RoundOutOfRange`], [`Error::RankOutOfRange`], [`Error::KindNotInLayout`].
+    ///
+    /// # Example
+    /// ```
+    /// use rank_layout::{Config, Kind, Layout};
+    /// let layout = Layout::new(&Config { tp: 4, cp: 2, encoder_tp: Some(2), ..Config::default() })?;
+    /// assert_eq!(layout.comm_split_rounds(Kind::PP)?, 2);
+    /// // Encoder rank 0 is in joined pipeline 0 ([0, 4]) then 1 ([0, 5]).
+    /// assert_eq!(layout.comm_split_round(0, Kind::PP, 0)?, Some((0, 0)));
+    /// assert_eq!(layout.comm_split_round(0, Kind::PP, 1)?, Some((1, 0)));
+    /// // Decoder rank 5 only in round 1, as the second member of [0, 5].
+    /// assert_eq!(layout.comm_split_round(5, Kind::PP, 0)?, None);
+    /// assert_eq!(layout.comm_split_round(5, Kind::PP, 1)?, Some((1, 1)));
+    /// assert!(layout.comm_split_round(5, Kind::PP, 2).is_err());
+    /// # Ok::<(), rank_layout::Error>(())
+    /// ```
     pub fn comm_split_round(
         &self,
         rank: u32,
@@ -551,6 +589,17 @@ impl Layout {
     ///
     /// # Errors
     /// [`Error::RankOutOfRange`].
+    ///
+    /// # Example
+    /// ```
+    /// use rank_layout::{Config, Coord, Layout, Part};
+    /// let layout = Layout::new(&Config { tp: 4, cp: 2, encoder_tp: Some(2), ..Config::default() })?;
+    /// let p = layout.placement(9)?; // decoder ranks 4..12: tp fastest, then cp
+    /// assert_eq!((p.part, p.coord), (Part::Decoder, Coord { tp: 1, cp: 1, dp: 0, pp: 0 }));
+    /// assert_eq!(layout.rank(p.part, p.coord)?, 9);
+    /// assert!(layout.placement(12).is_err());
+    /// # Ok::<(), rank_layout::Error>(())
+    /// ```
     pub fn placement(&self, rank: u32) -> Result<Placement> {
         self.check_rank(rank)?;
         let (part, generator) = self.generator_of(rank);

@@ -37,6 +37,17 @@
 //! # Ok::<(), rank_layout::Error>(())
 //! ```
 //!
+//! # Differences from Megatron-LM
+//!
+//! - Megatron-LM 2024 joined pipelines by list position, `zip(cycle(encoder),
+//!   decoder)`: wrong as soon as cp * dp > 1 (above).
+//! - Its 2025 block map still mixes slices when a cp or dp axis precedes tp
+//!   in the order, and when `tp % encoder_tp != 0` with cp * dp > 1; here the
+//!   blocks are taken inside each (cp, dp) block by coordinates, for any order.
+//! - `encoder_tp > tp`, rejected by Megatron-LM, is supported (fan-in).
+//! - `embd` and `pos-embd` are derived from the joined pipelines, each
+//!   distinct group once, in order of first appearance.
+//!
 //! An encoder rank then sits in several pipelines (fan-out) and, when
 //! `encoder_tp > tp`, a decoder rank does (fan-in). Such groups overlap, so
 //! they are built as communicators in [`rounds`](crate::Layout::comm_split_rounds):
