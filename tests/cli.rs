@@ -6,14 +6,15 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-fn run(args: &[&str]) -> Output {
+/// Runs the binary with `command` split on whitespace.
+fn run(command: &str) -> Output {
     Command::new(env!("CARGO_BIN_EXE_rank-layout"))
-        .args(args)
+        .args(command.split_whitespace())
         .output()
         .expect("the binary runs")
 }
 
-fn json(args: &[&str]) -> (Value, String) {
+fn json(args: &str) -> (Value, String) {
     let out = run(args);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{args:?}: {stderr}");
@@ -21,7 +22,7 @@ fn json(args: &[&str]) -> (Value, String) {
     (serde_json::from_str(&text).unwrap(), text)
 }
 
-fn fails_with(args: &[&str], needle: &str) {
+fn fails_with(args: &str, needle: &str) {
     let out = run(args);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
@@ -34,19 +35,7 @@ fn fails_with(args: &[&str], needle: &str) {
 
 #[test]
 fn groups_json_has_the_documented_shape() {
-    let (v, text) = json(&[
-        "groups",
-        "--world-size",
-        "64",
-        "--tp",
-        "4",
-        "--cp",
-        "2",
-        "--pp",
-        "2",
-        "--format",
-        "json",
-    ]);
+    let (v, text) = json("groups --world-size 64 --tp 4 --cp 2 --pp 2 --format json");
     let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
     assert_eq!(keys.len(), 3);
     assert_eq!(v["world_size"], 64);
@@ -89,30 +78,13 @@ fn groups_json_has_the_documented_shape() {
 
 #[test]
 fn kind_flags_select_kinds_in_given_order() {
-    let (v, _) = json(&[
-        "groups",
-        "--tp",
-        "2",
-        "--pp",
-        "4",
-        "--world-size",
-        "16",
-        "--order",
-        "tp-dp-pp",
-        "--kind",
-        "pp",
-        "--kind",
-        "DP",
-        "--format",
-        "json",
-    ]);
+    let (v, _) = json(
+        "groups --tp 2 --pp 4 --world-size 16 --order tp-dp-pp --kind pp --kind DP --format json",
+    );
     let kinds: Vec<&String> = v["groups"].as_object().unwrap().keys().collect();
     assert_eq!(kinds.len(), 2);
     // The same kind twice, spelled two ways, is printed once.
-    let (_, text) = json(&[
-        "groups", "--cp", "2", "--dp", "2", "--kind", "dp-cp", "--kind", "cp-dp", "--format",
-        "json",
-    ]);
+    let (_, text) = json("groups --cp 2 --dp 2 --kind dp-cp --kind cp-dp --format json");
     assert_eq!(text.matches("\"dp-cp\"").count(), 1, "{text}");
     assert_eq!(
         v["groups"]["pp"],
@@ -123,21 +95,8 @@ fn kind_flags_select_kinds_in_given_order() {
 
 #[test]
 fn encoder_decoder_json() {
-    let (v, _) = json(&[
-        "groups",
-        "--tp",
-        "4",
-        "--cp",
-        "2",
-        "--encoder-tp",
-        "2",
-        "--encoder-pp",
-        "1",
-        "--world-size",
-        "12",
-        "--format",
-        "json",
-    ]);
+    let (v, _) =
+        json("groups --tp 4 --cp 2 --encoder-tp 2 --encoder-pp 1 --world-size 12 --format json");
     assert_eq!(v["config"]["encoder_world_size"], 4);
     assert_eq!(
         v["groups"]["pp"],
@@ -156,7 +115,7 @@ fn encoder_decoder_json() {
 
 #[test]
 fn table_output_is_readable() {
-    let out = run(&["groups", "--tp", "2", "--world-size", "4", "--kind", "tp"]);
+    let out = run("groups --tp 2 --world-size 4 --kind tp");
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("world_size 4"), "{text}");
@@ -167,16 +126,7 @@ fn table_output_is_readable() {
 
 #[test]
 fn rank_json_has_the_documented_shape() {
-    let (v, _) = json(&[
-        "rank",
-        "5",
-        "--tp",
-        "4",
-        "--world-size",
-        "8",
-        "--format",
-        "json",
-    ]);
+    let (v, _) = json("rank 5 --tp 4 --world-size 8 --format json");
     assert_eq!(v["rank"], 5);
     assert_eq!(v["coord"]["tp"], 1);
     assert_eq!(v["coord"]["dp"], 1);
@@ -194,22 +144,8 @@ fn rank_json_has_the_documented_shape() {
 
 #[test]
 fn rank_in_encoder_decoder_layout_fans_out() {
-    let (v, _) = json(&[
-        "rank",
-        "0",
-        "--tp",
-        "4",
-        "--cp",
-        "2",
-        "--encoder-tp",
-        "2",
-        "--kind",
-        "pp",
-        "--kind",
-        "pos-embd",
-        "--format",
-        "json",
-    ]);
+    let (v, _) =
+        json("rank 0 --tp 4 --cp 2 --encoder-tp 2 --kind pp --kind pos-embd --format json");
     assert_eq!(v["coord"]["grid"], "encoder");
     assert_eq!(
         v["groups"]["pp"],
@@ -218,20 +154,7 @@ fn rank_in_encoder_decoder_layout_fans_out() {
             {"index": 1, "key": 0, "members": [0, 5]}
         ])
     );
-    let (v, _) = json(&[
-        "rank",
-        "6",
-        "--tp",
-        "4",
-        "--cp",
-        "2",
-        "--encoder-tp",
-        "2",
-        "--kind",
-        "embd",
-        "--format",
-        "json",
-    ]);
+    let (v, _) = json("rank 6 --tp 4 --cp 2 --encoder-tp 2 --kind embd --format json");
     assert_eq!(v["coord"]["grid"], "decoder");
     assert_eq!(
         v["groups"]["embd"],
@@ -241,22 +164,9 @@ fn rank_in_encoder_decoder_layout_fans_out() {
 
 #[test]
 fn rank_answers_for_two_to_the_31_ranks() {
-    let (v, _) = json(&[
-        "rank",
-        "2147483647",
-        "--world-size",
-        "2147483648",
-        "--tp",
-        "8",
-        "--pp",
-        "16",
-        "--kind",
-        "tp",
-        "--kind",
-        "pp",
-        "--format",
-        "json",
-    ]);
+    let (v, _) = json(
+        "rank 2147483647 --world-size 2147483648 --tp 8 --pp 16 --kind tp --kind pp --format json",
+    );
     assert_eq!(v["groups"]["tp"][0]["key"], 7);
     assert_eq!(v["groups"]["pp"][0]["key"], 15);
     assert_eq!(v["coord"]["dp"], (1u64 << 31) / 128 - 1);
@@ -273,17 +183,17 @@ fn config_file_and_flag_override() {
     )
     .unwrap();
     let p = path.to_str().unwrap();
-    let (v, _) = json(&["groups", "--config", p, "--kind", "pp", "--format", "json"]);
+    let (v, _) = json(&format!("groups --config {p} --kind pp --format json"));
     assert_eq!(v["groups"]["pp"][0], serde_json::json!([0, 4, 8, 12]));
-    let (v, _) = json(&[
-        "groups", "--config", p, "--pp", "2", "--kind", "pp", "--format", "json",
-    ]);
+    let (v, _) = json(&format!(
+        "groups --config {p} --pp 2 --kind pp --format json"
+    ));
     assert_eq!(v["config"]["dp"], 4);
     assert_eq!(v["groups"]["pp"][0], serde_json::json!([0, 8]));
     std::fs::write(&path, r#"{"tp": 2, "tensor": 4}"#).unwrap();
-    fails_with(&["groups", "--config", p], "tensor");
+    fails_with(&format!("groups --config {p}"), "tensor");
     fails_with(
-        &["groups", "--config", "/nonexistent/rank-layout.json"],
+        "groups --config /nonexistent/rank-layout.json",
         "/nonexistent/rank-layout.json",
     );
     std::fs::remove_dir_all(&dir).unwrap();
@@ -292,61 +202,31 @@ fn config_file_and_flag_override() {
 #[test]
 fn bad_input_exits_2_with_a_message() {
     fails_with(
-        &["groups", "--world-size", "10", "--tp", "4"],
+        "groups --world-size 10 --tp 4",
         "world_size (10) is not divisible by tp*cp*pp = 4",
     );
-    fails_with(&["groups", "--tp", "0"], "tp must be at least 1");
-    fails_with(&["groups", "--order", "tp-xp-dp"], "\"xp\"");
-    fails_with(&["groups", "--order", "tp-tp"], "tp appears twice");
-    fails_with(
-        &["groups", "--tp", "2", "--order", "dp-pp"],
-        "tp has size 2",
-    );
-    fails_with(
-        &["groups", "--ep", "2", "--dp", "3"],
-        "dp (3) is not divisible by ep (2)",
-    );
-    fails_with(
-        &[
-            "groups",
-            "--ep",
-            "2",
-            "--dp",
-            "2",
-            "--order",
-            "tp-ep-cp-dp-pp",
-        ],
-        "adjacent",
-    );
-    fails_with(&["groups", "--dp", "2", "--world-size", "6"], "disagrees");
-    fails_with(&["groups", "--tp", "65536", "--pp", "65536"], "overflows");
-    fails_with(&["groups", "--kind", "tp-zz"], "tp-zz");
-    fails_with(
-        &["groups", "--kind", "etp"],
-        "not part of the nested layout",
-    );
-    fails_with(&["groups", "--expert-layout", "sideways"], "sideways");
-    fails_with(&["groups", "--hierarchical-cp", "2,x", "--cp", "4"], "2,x");
-    fails_with(&["rank", "8", "--world-size", "8"], "rank 8 is outside");
-    fails_with(&["rank", "99999999999", "--world-size", "8"], "99999999999");
+    fails_with("groups --tp 0", "tp must be at least 1");
+    fails_with("groups --order tp-xp-dp", "\"xp\"");
+    fails_with("groups --order tp-tp", "tp appears twice");
+    fails_with("groups --tp 2 --order dp-pp", "tp has size 2");
+    fails_with("groups --ep 2 --dp 3", "dp (3) is not divisible by ep (2)");
+    fails_with("groups --ep 2 --dp 2 --order tp-ep-cp-dp-pp", "adjacent");
+    fails_with("groups --dp 2 --world-size 6", "disagrees");
+    fails_with("groups --tp 65536 --pp 65536", "overflows");
+    fails_with("groups --kind tp-zz", "tp-zz");
+    fails_with("groups --kind etp", "not part of the nested layout");
+    fails_with("groups --expert-layout sideways", "sideways");
+    fails_with("groups --hierarchical-cp 2,x --cp 4", "2,x");
+    fails_with("rank 8 --world-size 8", "rank 8 is outside");
+    fails_with("rank 99999999999 --world-size 8", "99999999999");
     // Usage errors (clap) exit 2 too.
-    let out = run(&["groups", "--tp", "many"]);
+    let out = run("groups --tp many");
     assert_eq!(out.status.code(), Some(2));
 }
 
 #[test]
 fn readme_command_works() {
-    let out = run(&[
-        "groups",
-        "--world-size",
-        "64",
-        "--tp",
-        "4",
-        "--cp",
-        "2",
-        "--pp",
-        "2",
-    ]);
+    let out = run("groups --world-size 64 --tp 4 --cp 2 --pp 2");
     assert!(out.status.success());
     assert!(
         String::from_utf8(out.stdout)
