@@ -96,10 +96,7 @@ fn check_nonzero(config: &Config) -> Result<()> {
 
 /// The data-parallel size: given, derived from the world size, or 1.
 /// `unit` is the number of ranks of one data-parallel replica.
-fn resolve_dp(config: &Config, unit: Option<u32>, what: &'static str) -> Result<u32> {
-    let unit = unit.ok_or_else(|| Error::Overflow {
-        what: format!("{what} = {what} of {config:?}"),
-    })?;
+fn resolve_dp(config: &Config, unit: u32, what: &'static str) -> Result<u32> {
     match (config.dp, config.world_size) {
         (Some(dp), Some(world_size)) => {
             let expected = u64::from(unit) * u64::from(dp);
@@ -125,6 +122,119 @@ fn resolve_dp(config: &Config, unit: Option<u32>, what: &'static str) -> Result<
             Ok(world_size / unit)
         }
         (None, None) => Ok(1),
+    }
+}
+
+/// The encoder + decoder shape (SPEC 3.3); fills in the derived sizes.
+fn encoder_decoder(config: &Config, resolved: &mut Config) -> Result<Shape> {
+    if config.expert_layout == ExpertLayout::Folded {
+        return Err(Error::NotWithEncoder {
+            what: "the folded expert layout",
+        });
+    }
+    if config.hierarchical_cp.is_some() {
+        return Err(Error::NotWithEncoder {
+            what: "hierarchical_cp",
+        });
+    }
+    let encoder_tp = config.encoder_tp.unwrap_or(config.tp);
+    let encoder_pp = config.encoder_pp.unwrap_or(1);
+    let unit = checked_product([encoder_tp, encoder_pp])
+        .zip(checked_product([config.tp, config.pp]))
+        .and_then(|(e, d)| e.checked_add(d))
+        .and_then(|s| s.checked_mul(config.cp))
+        .ok_or_else(|| Error::Overflow {
+            what: format!(
+                "(encoder_tp*encoder_pp + tp*pp)*cp = ({encoder_tp}*{encoder_pp} + {}*{})*{}",
+                config.tp, config.pp, config.cp
+            ),
+        })?;
+    let dp = resolve_dp(config, unit, "(encoder_tp*encoder_pp + tp*pp)*cp")?;
+    let encoder = RankGenerator::new(
+        Sizes {
+            tp: encoder_tp,
+            cp: config.cp,
+            ep: 1,
+            dp,
+            pp: encoder_pp,
+        },
+        &config.order,
+        config.rank_offset,
+    )?;
+    let decoder_offset = config
+        .rank_offset
+        .checked_add(encoder.world_size())
+        .ok_or_else(|| Error::Overflow {
+            what: format!(
+                "rank_offset ({}) + encoder world ({})",
+                config.rank_offset,
+                encoder.world_size()
+            ),
+        })?;
+    let decoder = RankGenerator::new(
+        Sizes {
+            tp: config.tp,
+            cp: config.cp,
+            ep: config.ep,
+            dp,
+            pp: config.pp,
+        },
+        &config.order,
+        decoder_offset,
+    )?;
+    resolved.encoder_tp = Some(encoder_tp);
+    resolved.encoder_pp = Some(encoder_pp);
+    resolved.dp = Some(dp);
+    let world_size = encoder
+        .world_size()
+        .checked_add(decoder.world_size())
+        .ok_or_else(|| Error::Overflow {
+            what: format!(
+                "encoder world ({}) + decoder world ({})",
+                encoder.world_size(),
+                decoder.world_size()
+            ),
+        })?;
+    resolved.world_size = Some(world_size);
+    let mapper = Box::new(PpGroupMapper::new(
+        encoder.attention().clone(),
+        decoder.attention().clone(),
+    ));
+    Ok(Shape::EncoderDecoder {
+        encoder,
+        decoder,
+        mapper,
+    })
+}
+
+/// The nested or folded shape (SPEC 3.1, 3.2); fills in the derived sizes.
+fn single_grid(config: &Config, resolved: &mut Config) -> Result<Shape> {
+    let folded = config.expert_layout == ExpertLayout::Folded;
+    let unit =
+        checked_product([config.tp, config.cp, config.pp]).ok_or_else(|| Error::Overflow {
+            what: format!("tp*cp*pp = {}*{}*{}", config.tp, config.cp, config.pp),
+        })?;
+    let dp = resolve_dp(config, unit, "tp*cp*pp")?;
+    let sizes = Sizes {
+        tp: config.tp,
+        cp: config.cp,
+        ep: if folded { 1 } else { config.ep },
+        dp,
+        pp: config.pp,
+    };
+    let generator = RankGenerator::build(sizes, &config.order, config.rank_offset, !folded)?;
+    resolved.dp = Some(dp);
+    resolved.world_size = Some(generator.world_size());
+    if folded {
+        let etp = config.etp.unwrap_or(config.tp);
+        let expert = FoldedExpert::new(&generator, etp, config.ep)?;
+        resolved.etp = Some(etp);
+        Ok(Shape::Folded {
+            attention: generator,
+            expert,
+        })
+    } else {
+        Ok(Shape::Nested(generator))
     }
 }
 
@@ -156,103 +266,9 @@ impl Layout {
             });
         }
         let shape = if config.has_encoder() {
-            if folded {
-                return Err(Error::NotWithEncoder {
-                    what: "the folded expert layout",
-                });
-            }
-            if config.hierarchical_cp.is_some() {
-                return Err(Error::NotWithEncoder {
-                    what: "hierarchical_cp",
-                });
-            }
-            let encoder_tp = config.encoder_tp.unwrap_or(config.tp);
-            let encoder_pp = config.encoder_pp.unwrap_or(1);
-            let unit = checked_product([encoder_tp, encoder_pp])
-                .zip(checked_product([config.tp, config.pp]))
-                .and_then(|(e, d)| e.checked_add(d))
-                .and_then(|s| s.checked_mul(config.cp));
-            let dp = resolve_dp(config, unit, "(encoder_tp*encoder_pp + tp*pp)*cp")?;
-            let encoder = RankGenerator::new(
-                Sizes {
-                    tp: encoder_tp,
-                    cp: config.cp,
-                    ep: 1,
-                    dp,
-                    pp: encoder_pp,
-                },
-                &config.order,
-                config.rank_offset,
-            )?;
-            let decoder_offset = config
-                .rank_offset
-                .checked_add(encoder.world_size())
-                .ok_or_else(|| Error::Overflow {
-                    what: format!(
-                        "rank_offset ({}) + encoder world ({})",
-                        config.rank_offset,
-                        encoder.world_size()
-                    ),
-                })?;
-            let decoder = RankGenerator::new(
-                Sizes {
-                    tp: config.tp,
-                    cp: config.cp,
-                    ep: config.ep,
-                    dp,
-                    pp: config.pp,
-                },
-                &config.order,
-                decoder_offset,
-            )?;
-            resolved.encoder_tp = Some(encoder_tp);
-            resolved.encoder_pp = Some(encoder_pp);
-            resolved.dp = Some(dp);
-            let world_size = encoder
-                .world_size()
-                .checked_add(decoder.world_size())
-                .ok_or_else(|| Error::Overflow {
-                    what: format!(
-                        "encoder world ({}) + decoder world ({})",
-                        encoder.world_size(),
-                        decoder.world_size()
-                    ),
-                })?;
-            resolved.world_size = Some(world_size);
-            let mapper = Box::new(PpGroupMapper::new(
-                encoder.attention().clone(),
-                decoder.attention().clone(),
-            ));
-            Shape::EncoderDecoder {
-                encoder,
-                decoder,
-                mapper,
-            }
+            encoder_decoder(config, &mut resolved)?
         } else {
-            let unit = checked_product([config.tp, config.cp, config.pp]);
-            let dp = resolve_dp(config, unit, "tp*cp*pp")?;
-            let sizes = Sizes {
-                tp: config.tp,
-                cp: config.cp,
-                ep: if folded { 1 } else { config.ep },
-                dp,
-                pp: config.pp,
-            };
-            let generator =
-                RankGenerator::build(sizes, &config.order, config.rank_offset, !folded)?;
-            resolved.dp = Some(dp);
-            resolved.world_size = Some(generator.world_size());
-            if folded {
-                let etp = config.etp.unwrap_or(config.tp);
-                let expert = FoldedExpert::new(&generator, etp, config.ep)?;
-                resolved.etp = Some(etp);
-                Shape::Folded {
-                    attention: generator,
-                    expert,
-                }
-            } else {
-                Shape::Nested(generator)
-            }
+            single_grid(config, &mut resolved)?
         };
         let hierarchical_cp = config.hierarchical_cp.clone().unwrap_or_default();
         families::check_hierarchical_cp(&hierarchical_cp, config.cp)?;
