@@ -76,6 +76,11 @@ mod report;
 #[cfg(feature = "serde")]
 mod serde_layout;
 
+/// The README's Rust examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
 pub use axis::{Axis, AxisSet};
 #[cfg(feature = "mpi")]
 pub use comm::GroupComm;
