@@ -465,9 +465,10 @@ impl Layout {
         Ok(())
     }
 
-    /// Every group of `kind` that holds `rank`: one for a partition kind,
-    /// none where the rank is in no group (`embd`, `pos-embd`), several where
-    /// groups overlap (encoder + decoder fan-out and fan-in).
+    /// Every group of `kind` that holds `rank`, by ascending index: one for a
+    /// partition kind, none where the rank is in no group (`embd`,
+    /// `pos-embd`), several where groups overlap (encoder + decoder fan-out
+    /// and fan-in).
     ///
     /// # Errors
     /// [`Error::RankOutOfRange`], [`Error::KindNotInLayout`].
@@ -485,8 +486,9 @@ impl Layout {
     pub fn memberships(&self, rank: u32, kind: Kind) -> Result<Vec<Membership>> {
         let plan = self.plan(kind)?;
         self.check_rank(rank)?;
-        Ok(plan
-            .locate(rank)
+        let mut slots = plan.locate(rank);
+        slots.sort_unstable();
+        Ok(slots
             .into_iter()
             .map(|(index, key)| Membership {
                 index,
