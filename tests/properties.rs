@@ -319,21 +319,23 @@ proptest! {
             *uses.entry(g.first().unwrap()).or_default() += 1;
             *uses.entry(g.last().unwrap()).or_default() += 1;
         }
-        let fan_in = etp.div_ceil(tp);
+        // Fan-out of encoder tp index e and fan-in of decoder tp index t: the
+        // sizes of their blocks in SPEC 3.3's balanced block map.
+        let blocks = |n: u32, parts: u32| common::block_table(u64::from(n), u64::from(parts));
+        let fan_out = |e: u32| if tp >= etp { blocks(tp, etp).iter().filter(|b| **b == u64::from(e)).count() as u32 } else { 1 };
+        let fan_in = |t: u32| if etp > tp { blocks(etp, tp).iter().filter(|b| **b == u64::from(t)).count() as u32 } else { 1 };
         let mut fan_outs = Vec::new();
         for (r, n) in uses {
             let p = l.placement(r).unwrap();
             if p.part == Part::Encoder {
+                prop_assert_eq!(n, fan_out(p.coord.tp), "encoder pipeline of rank {}", r);
                 fan_outs.push(n);
             } else {
-                // A decoder pipeline's fan-in is the size of its encoder block.
-                prop_assert!(n >= 1 && n <= fan_in.max(1));
-                if etp <= tp { prop_assert_eq!(n, 1); }
+                prop_assert_eq!(n, fan_in(p.coord.tp), "decoder pipeline of rank {}", r);
             }
         }
         let (lo, hi) = (fan_outs.iter().min().unwrap(), fan_outs.iter().max().unwrap());
         prop_assert!(hi - lo <= 1);
-        if etp >= tp { prop_assert!(fan_outs.iter().all(|n| *n == 1)); }
         prop_assert_eq!(fan_outs.iter().sum::<u32>() as usize, l.groups(Kind::PP).unwrap().len());
         // Other kinds: each grid's ranks exactly once.
         for kind in l.kinds() {
