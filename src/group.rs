@@ -172,13 +172,20 @@ impl IntoIterator for &Group {
 #[must_use = "iterators are lazy and do nothing unless consumed"]
 pub struct Members {
     group: Group,
+    /// The next segment to load.
     segment: usize,
-    next: u32,
+    /// Members left in the current segment.
+    left: u32,
+    /// Index in the current segment of the next member.
+    index: u32,
     remaining: usize,
-    /// Digits of the position of the last rank yielded (unit-step segments).
-    digits: [u32; MAX_DIGITS],
-    /// The last rank yielded.
+    /// The current segment has unit step: advance by odometer.
+    unit: bool,
+    /// The last rank yielded, and its digits, sizes and strides (unit step).
     rank: u32,
+    digits: [u32; MAX_DIGITS],
+    sizes: [u32; MAX_DIGITS],
+    strides: [u32; MAX_DIGITS],
 }
 
 impl Members {
@@ -187,61 +194,73 @@ impl Members {
         Members {
             group,
             segment: 0,
-            next: 0,
+            left: 0,
+            index: 0,
             remaining,
-            digits: [0; MAX_DIGITS],
+            unit: false,
             rank: 0,
+            digits: [0; MAX_DIGITS],
+            sizes: [0; MAX_DIGITS],
+            strides: [0; MAX_DIGITS],
         }
     }
-}
 
-impl Segment {
-    /// Sets `digits` to those of member `i` and returns its rank.
-    fn seek(&self, i: u32, digits: &mut [u32; MAX_DIGITS]) -> u32 {
-        let mut rest = self.start + i * self.step;
-        for (slot, d) in digits.iter_mut().zip(&self.digits) {
-            *slot = rest % d.size;
-            rest /= d.size;
-        }
-        self.at(i)
-    }
-
-    /// The rank after `rank` (whose digits are `digits`) in a unit-step
-    /// segment: an odometer, first digit fastest, no division.
-    fn advance(&self, rank: u32, digits: &mut [u32; MAX_DIGITS]) -> u32 {
-        let mut rank = rank;
-        for (slot, d) in digits.iter_mut().zip(&self.digits) {
-            *slot += 1;
-            rank = rank.wrapping_add(d.stride);
-            if *slot < d.size {
-                break;
+    /// Loads the next non-empty segment and yields its first member.
+    #[cold]
+    fn load(&mut self) -> Option<u32> {
+        loop {
+            let segment = self.group.segments.get(self.segment)?;
+            self.segment += 1;
+            if segment.len == 0 {
+                continue;
             }
-            *slot = 0;
-            rank = rank.wrapping_sub(d.size.wrapping_mul(d.stride));
+            self.unit = segment.step == 1;
+            let mut rest = segment.start;
+            for (i, d) in segment.digits.iter().enumerate() {
+                self.digits[i] = rest % d.size;
+                self.sizes[i] = d.size;
+                self.strides[i] = d.stride;
+                rest /= d.size;
+            }
+            self.rank = segment.at(0);
+            self.left = segment.len - 1;
+            self.index = 1;
+            self.remaining -= 1;
+            return Some(self.rank);
         }
-        rank
     }
 }
 
 impl Iterator for Members {
     type Item = u32;
 
+    #[inline]
     fn next(&mut self) -> Option<u32> {
-        loop {
-            let segment = self.group.segments.get(self.segment)?;
-            if self.next < segment.len() {
-                self.rank = if self.next == 0 || segment.step != 1 {
-                    segment.seek(self.next, &mut self.digits)
-                } else {
-                    segment.advance(self.rank, &mut self.digits)
-                };
-                self.next += 1;
-                self.remaining -= 1;
-                return Some(self.rank);
-            }
-            self.segment += 1;
-            self.next = 0;
+        if self.left == 0 {
+            return self.load();
         }
+        self.left -= 1;
+        self.remaining -= 1;
+        if self.unit {
+            // Odometer, first digit fastest: a member follows, so some
+            // digit below the last one absorbs the carry.
+            for i in 0..MAX_DIGITS {
+                self.digits[i] += 1;
+                self.rank = self.rank.wrapping_add(self.strides[i]);
+                if self.digits[i] < self.sizes[i] {
+                    break;
+                }
+                self.digits[i] = 0;
+                self.rank = self
+                    .rank
+                    .wrapping_sub(self.sizes[i].wrapping_mul(self.strides[i]));
+            }
+        } else {
+            let segment = &self.group.segments[self.segment - 1];
+            self.rank = segment.at(self.index);
+        }
+        self.index += 1;
+        Some(self.rank)
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
