@@ -110,10 +110,7 @@ impl FoldedExpert {
             Kind::Axes(set) if set.intersects(expert_axes) => Some(
                 self.grid
                     .mask(set)
-                    .map(|mask| Plan::Grid {
-                        grid: self.grid.clone(),
-                        mask,
-                    })
+                    .map(|mask| Plan::grid(&self.grid, mask))
                     .ok_or(Error::KindNotInLayout {
                         kind,
                         layout: "folded",

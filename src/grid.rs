@@ -2,7 +2,7 @@
 
 use arrayvec::ArrayVec;
 
-use crate::group::{Group, Segment};
+use crate::group::Segment;
 use crate::math::{Digit, checked_product};
 use crate::{Axis, AxisSet, Error, Result};
 
@@ -142,7 +142,8 @@ impl Grid {
         (seen == axes).then_some(Mask(bits))
     }
 
-    fn split(&self, mask: Mask) -> (ArrayVec<Digit, MAX_AXES>, ArrayVec<Digit, MAX_AXES>) {
+    /// The groups of `mask`, with their digits split once.
+    pub fn partition(&self, mask: Mask) -> Partition {
         let (mut masked, mut unmasked) = (ArrayVec::new(), ArrayVec::new());
         for (i, (_, d)) in self.axes.iter().enumerate() {
             if mask.has(i) {
@@ -151,29 +152,26 @@ impl Grid {
                 unmasked.push(*d);
             }
         }
-        (masked, unmasked)
+        Partition {
+            offset: self.offset,
+            masked,
+            unmasked,
+        }
     }
 
     /// Members per group of `mask`.
     pub fn group_size(&self, mask: Mask) -> u32 {
-        self.split(mask).0.iter().map(|d| d.size).product()
+        self.partition(mask).size()
     }
 
     /// Number of groups of `mask`.
     pub fn group_count(&self, mask: Mask) -> u32 {
-        self.split(mask).1.iter().map(|d| d.size).product()
+        self.partition(mask).count()
     }
 
-    /// Group `index < group_count(mask)`: the unmasked coordinates are the
-    /// mixed-radix digits of `index`, the members run over the masked ones.
+    /// Group `index < group_count(mask)`.
     pub fn group_segment(&self, mask: Mask, index: u32) -> Segment {
-        let (masked, unmasked) = self.split(mask);
-        let base = self.offset + crate::math::spread(index, &unmasked);
-        Segment::boxed(base, masked)
-    }
-
-    pub fn group(&self, mask: Mask, index: u32) -> Group {
-        Group::new(self.group_segment(mask, index))
+        self.partition(mask).segment(index)
     }
 
     /// `(group index, position in group)` of `rank` for `mask`, or `None`
@@ -196,5 +194,33 @@ impl Grid {
             }
         }
         Some((index, key))
+    }
+}
+
+/// The groups of one mask of a grid: masked digits (members) and unmasked
+/// digits (group index), split once so that each group costs O(axes).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct Partition {
+    offset: u32,
+    masked: ArrayVec<Digit, MAX_AXES>,
+    unmasked: ArrayVec<Digit, MAX_AXES>,
+}
+
+impl Partition {
+    /// Members per group.
+    pub fn size(&self) -> u32 {
+        self.masked.iter().map(|d| d.size).product()
+    }
+
+    /// Number of groups.
+    pub fn count(&self) -> u32 {
+        self.unmasked.iter().map(|d| d.size).product()
+    }
+
+    /// Group `index < count()`: the unmasked coordinates are the
+    /// mixed-radix digits of `index`, the members run over the masked ones.
+    pub fn segment(&self, index: u32) -> Segment {
+        let base = self.offset + crate::math::spread(index, &self.unmasked);
+        Segment::boxed(base, self.masked.iter().copied())
     }
 }

@@ -1,7 +1,7 @@
 //! How the groups of one kind are enumerated and located: the resolved form
 //! of a [`Kind`](crate::Kind) in a given layout.
 
-use crate::grid::{Grid, Mask};
+use crate::grid::{Grid, Mask, Partition};
 use crate::group::{Group, Segment};
 use crate::math::Digit;
 use crate::pp_group_mapper::{Joined, PpGroupMapper};
@@ -13,7 +13,11 @@ pub(crate) type Slot = (u32, u32);
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Plan {
     /// The masked groups of a grid (SPEC 2).
-    Grid { grid: Grid, mask: Mask },
+    Grid {
+        grid: Grid,
+        mask: Mask,
+        groups: Partition,
+    },
     /// Per pipeline (`pp` mask) the first stage, and the last one if `last`:
     /// `embd` and `pos-embd`.
     Ends { grid: Grid, pp: Mask, last: bool },
@@ -45,12 +49,20 @@ pub(crate) enum Plan {
 }
 
 impl Plan {
+    /// The masked groups of `grid`.
+    pub fn grid(grid: &Grid, mask: Mask) -> Plan {
+        Plan::Grid {
+            groups: grid.partition(mask),
+            grid: grid.clone(),
+            mask,
+        }
+    }
+
     /// Number of groups.
     pub fn count(&self) -> u32 {
         match self {
-            Plan::Grid { grid, mask } | Plan::Ends { grid, pp: mask, .. } => {
-                grid.group_count(*mask)
-            }
+            Plan::Grid { groups, .. } => groups.count(),
+            Plan::Ends { grid, pp: mask, .. } => grid.group_count(*mask),
             Plan::Refine {
                 grid, mask, span, ..
             } => grid.group_count(*mask) * (grid.group_size(*mask) / span),
@@ -65,7 +77,7 @@ impl Plan {
     /// Group `index < count()`.
     pub fn group(&self, index: u32) -> Group {
         match self {
-            Plan::Grid { grid, mask } => grid.group(*mask, index),
+            Plan::Grid { groups, .. } => Group::new(groups.segment(index)),
             Plan::Ends { grid, pp, last } => {
                 let pipeline = grid.group_segment(*pp, index);
                 let stages = pipeline.len();
@@ -117,7 +129,7 @@ impl Plan {
     /// rank is in none (or outside the plan's ranks).
     pub fn locate(&self, rank: u32) -> Vec<Slot> {
         match self {
-            Plan::Grid { grid, mask } => grid.locate(*mask, rank).into_iter().collect(),
+            Plan::Grid { grid, mask, .. } => grid.locate(*mask, rank).into_iter().collect(),
             Plan::Ends { grid, pp, last } => {
                 let Some((g, stage)) = grid.locate(*pp, rank) else {
                     return Vec::new();

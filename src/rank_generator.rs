@@ -199,10 +199,7 @@ impl RankGenerator {
             _ => return Err(not_here()),
         };
         let mask = grid.mask(axes).ok_or_else(not_here)?;
-        Ok(Plan::Grid {
-            grid: grid.clone(),
-            mask,
-        })
+        Ok(Plan::grid(grid, mask))
     }
 
     /// The groups of `kind`, in Megatron-LM's order.
