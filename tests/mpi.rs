@@ -172,7 +172,7 @@ fn child() -> ExitCode {
         }
     }
     if me == 0 {
-        println!("mpi communicators: {passed} passed, {failed} failed");
+        println!("mpi: {passed} passed, {failed} failed");
     }
     if failed == 0 {
         ExitCode::SUCCESS
@@ -208,7 +208,7 @@ fn parent() -> ExitCode {
     let stderr = String::from_utf8_lossy(&out.stderr);
     print!("{stdout}");
     eprint!("{stderr}");
-    let summary = stdout.lines().find(|l| l.starts_with("mpi communicators:"));
+    let summary = stdout.lines().find(|l| l.starts_with("mpi: "));
     match summary {
         Some(line) if out.status.success() && line.ends_with(" 0 failed") => ExitCode::SUCCESS,
         _ => {
