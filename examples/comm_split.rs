@@ -1,5 +1,6 @@
 //! What a launcher does on every rank: one `MPI_Comm_split(color, key)` per
-//! kind, with the colour and key computed arithmetically for this rank only.
+//! kind and round, with the colour and key computed arithmetically for this
+//! rank only (`Layout::splits`).
 //!
 //! `cargo run --example comm_split -- 98765` prints rank 98,765's plan in a
 //! 131,072-rank job (tp=8, cp=2, ep=8, pp=16).
@@ -24,9 +25,13 @@ fn main() -> Result<(), rank_layout::Error> {
         "rank {rank}: tp={} cp={} dp={} pp={} (ep={})",
         p.coord.tp, p.coord.cp, p.coord.dp, p.coord.pp, p.expert.ep
     );
-    for kind in layout.kinds() {
-        match layout.comm_split(rank, kind)? {
-            Some((color, key)) => println!("  {kind:<13} MPI_Comm_split(color={color}, key={key})"),
+    for s in layout.splits(rank)? {
+        let kind = s.kind;
+        match s.split {
+            Some(split) => println!(
+                "  {kind:<13} MPI_Comm_split(color={}, key={})",
+                split.color, split.key
+            ),
             None => println!("  {kind:<13} MPI_Comm_split(MPI_UNDEFINED)"),
         }
     }

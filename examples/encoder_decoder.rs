@@ -38,7 +38,7 @@ fn main() -> Result<(), rank_layout::Error> {
     for round in 0..rounds {
         let plan: Vec<String> = (0..layout.world_size())
             .map(|r| match layout.comm_split_round(r, Kind::PP, round) {
-                Ok(Some((color, key))) => Ok(format!("{r}:{color}/{key}")),
+                Ok(Some(split)) => Ok(format!("{r}:{split}")),
                 Ok(None) => Ok(format!("{r}:-")),
                 Err(e) => Err(e),
             })

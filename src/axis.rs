@@ -4,11 +4,12 @@ use std::fmt;
 
 /// One axis of parallelism.
 ///
-/// `Tp`, `Cp`, `Ep`, `Dp` and `Pp` are the order tokens of the grid (SPEC 1).
-/// `Etp` and `Edp` are the expert tensor- and expert data-parallel axes of the
-/// folded expert grid (SPEC 3.2); in the nested layout (SPEC 3.1) `Edp` is the
-/// `dp / ep` axis that Megatron-LM calls "dp mod ep".
+/// `Tp`, `Cp`, `Ep`, `Dp` and `Pp` are the order tokens of a grid. `Etp`
+/// and `Edp` are the expert tensor- and expert data-parallel axes of the
+/// folded expert grid; in the nested layout `Edp` is the `dp / ep` axis that
+/// Megatron-LM calls "dp mod ep" (see [`semantics`](crate::semantics)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum Axis {
     /// Tensor parallel.
     Tp,
@@ -72,13 +73,17 @@ impl fmt::Display for Axis {
 
 /// A set of axes, stored as a bitmask: the axes a kind of group spans.
 ///
+/// `Display` and `Debug` both print the kind-style name (`dp-cp`; the empty
+/// set prints `{}`).
+///
 /// ```
 /// use rank_layout::{Axis, AxisSet};
 /// let s = AxisSet::of(&[Axis::Dp, Axis::Cp]);
 /// assert!(s.contains(Axis::Cp));
 /// assert_eq!(s.to_string(), "dp-cp");
+/// assert_eq!(format!("{s:?}"), "dp-cp");
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct AxisSet(u8);
 
 impl AxisSet {
@@ -88,10 +93,10 @@ impl AxisSet {
     /// The set of the given axes.
     pub const fn of(axes: &[Axis]) -> AxisSet {
         let mut bits = 0;
-        let mut i = 0;
-        while i < axes.len() {
-            bits |= axes[i].bit();
-            i += 1;
+        let mut rest = axes;
+        while let [first, tail @ ..] = rest {
+            bits |= first.bit();
+            rest = tail;
         }
         AxisSet(bits)
     }
@@ -133,6 +138,9 @@ impl AxisSet {
 
 impl fmt::Display for AxisSet {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.is_empty() {
+            return f.write_str("{}");
+        }
         for (i, axis) in self.iter().enumerate() {
             if i > 0 {
                 f.write_str("-")?;
@@ -140,5 +148,11 @@ impl fmt::Display for AxisSet {
             f.write_str(axis.name())?;
         }
         Ok(())
+    }
+}
+
+impl fmt::Debug for AxisSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
     }
 }

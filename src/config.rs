@@ -3,19 +3,20 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::{Error, Order};
+use crate::error::Error;
+use crate::order::Order;
 
 /// How expert parallelism is laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
 pub enum ExpertLayout {
-    /// Expert parallelism carved out of data parallelism (SPEC 3.1,
-    /// Megatron-LM 2024, the default).
+    /// Expert parallelism carved out of data parallelism (Megatron-LM
+    /// 2024, the default).
     #[default]
     Nested,
     /// A second expert grid over the same ranks, "MoE parallel folding"
-    /// (SPEC 3.2, Megatron-Core today).
+    /// (Megatron-Core today).
     Folded,
 }
 
@@ -78,7 +79,7 @@ pub struct Config {
     /// The first rank (default 0).
     pub rank_offset: u32,
     /// Encoder tensor-parallel size: giving it (or `encoder_pp`) makes an
-    /// encoder + decoder layout (SPEC 3.3); defaults to `tp`.
+    /// encoder + decoder layout; defaults to `tp`.
     #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub encoder_tp: Option<u32>,
     /// Encoder pipeline-parallel size (>= 1; default 1 in an encoder + decoder layout).

@@ -2,9 +2,6 @@
 
 use std::fmt;
 
-use crate::Axis;
-use crate::grid::Grid;
-
 /// A rank's coordinates in the attention (dense) grid.
 ///
 /// `dp` is the full data-parallel index (not split by expert parallelism).
@@ -22,9 +19,9 @@ pub struct Coord {
 
 /// A rank's coordinates in the expert grid.
 ///
-/// In the nested layout (SPEC 3.1) `etp` equals the tensor-parallel index and
+/// In the nested layout `etp` equals the tensor-parallel index and
 /// `edp` is the index along dp / ep (Megatron-LM's "dp mod ep"); in the
-/// folded layout (SPEC 3.2) they are the expert grid's own axes. Without
+/// folded layout they are the expert grid's own axes. Without
 /// expert parallelism `ep` is 0 and `edp` is the data-parallel index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct ExpertCoord {
@@ -38,26 +35,12 @@ pub struct ExpertCoord {
     pub pp: u32,
 }
 
-impl ExpertCoord {
-    /// The coordinates of `rank` in an expert grid whose tensor axis is
-    /// `tensor` (`Tp` nested, `Etp` folded); `None` outside the grid.
-    pub(crate) fn in_grid(grid: &Grid, rank: u32, tensor: Axis) -> Option<ExpertCoord> {
-        let c = |a| grid.coord(rank, a);
-        Some(ExpertCoord {
-            etp: c(tensor)?,
-            ep: c(Axis::Ep)?,
-            edp: c(Axis::Edp)?,
-            pp: c(Axis::Pp)?,
-        })
-    }
-}
-
 /// Which grid of a layout a rank belongs to.
 ///
 /// A layout without an encoder is all [`Part::Decoder`], as in Megatron-LM.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Part {
-    /// The encoder grid of an encoder + decoder layout (SPEC 3.3).
+    /// The encoder grid of an encoder + decoder layout.
     Encoder,
     /// The decoder grid, or the only grid.
     #[default]
@@ -65,6 +48,14 @@ pub enum Part {
 }
 
 impl Part {
+    /// Encoder 0, decoder 1: for tables indexed by part.
+    pub(crate) const fn index(self) -> usize {
+        match self {
+            Part::Encoder => 0,
+            Part::Decoder => 1,
+        }
+    }
+
     /// `"encoder"` or `"decoder"`.
     pub const fn name(self) -> &'static str {
         match self {

@@ -1,6 +1,8 @@
 //! The one error type of the crate.
 
-use crate::{Axis, Kind};
+use crate::axis::Axis;
+use crate::kind::Kind;
+use crate::layout::LayoutShape;
 
 /// Everything that can go wrong when building a layout or asking it a question.
 ///
@@ -95,7 +97,7 @@ pub enum Error {
 
     /// In the nested expert layout `dp` must be a multiple of `ep`.
     #[error(
-        "dp ({dp}) is not divisible by ep ({ep}) (the nested expert layout carves ep out of dp; try --expert-layout folded)"
+        "dp ({dp}) is not divisible by ep ({ep}) (the nested expert layout carves ep out of dp; the folded one, expert_layout = folded, does not)"
     )]
     DpNotDivisibleByEp {
         /// The data-parallel size.
@@ -146,7 +148,7 @@ pub enum Error {
     },
 
     /// An option that only the folded expert layout has was given to another one.
-    #[error("{what} needs the folded expert layout (--expert-layout folded)")]
+    #[error("{what} needs the folded expert layout (expert_layout = folded)")]
     NeedsFolded {
         /// The option.
         what: &'static str,
@@ -221,19 +223,22 @@ pub enum Error {
     KindNotInLayout {
         /// The kind asked for.
         kind: Kind,
-        /// The layout's name (`nested`, `folded`, `encoder+decoder`).
-        layout: &'static str,
+        /// The layout's shape.
+        layout: LayoutShape,
         /// Extra advice, empty or starting with `": "`.
         hint: &'static str,
     },
 
-    /// A single comm-split answer was asked for a kind whose groups overlap.
-    #[error("groups of kind {kind} overlap ({rounds} rounds); use comm_split_round for each round")]
+    /// A single answer was asked of a kind whose groups overlap (a rank
+    /// can be in several groups).
+    #[error("groups of kind {kind} overlap (a rank can be in {rounds} of them); use {instead}")]
     OverlappingKind {
         /// The kind.
         kind: Kind,
-        /// How many disjoint rounds build it.
+        /// How many rounds of disjoint groups build it.
         rounds: u32,
+        /// The call that answers for overlapping groups.
+        instead: &'static str,
     },
 
     /// A comm-split round past the last one.
@@ -267,6 +272,15 @@ pub enum Error {
         value: u32,
         /// The axis size.
         size: u32,
+    },
+
+    /// A buffer too short for the members asked for.
+    #[error("the buffer holds {len} ranks but {needed} members are to be written")]
+    BufferTooSmall {
+        /// Members to write.
+        needed: u64,
+        /// The buffer's length.
+        len: usize,
     },
 
     /// A configuration that does not parse (JSON, CLI value).

@@ -1,28 +1,31 @@
-//! A grid of ranks: ordered axes with sizes and strides, and its masked groups.
+//! A grid of ranks: ordered axes with sizes and strides.
 
 use arrayvec::ArrayVec;
 
-use crate::group::Segment;
-use crate::math::{Digit, checked_product};
-use crate::{Axis, AxisSet, Error, Result};
+use crate::axis::{Axis, AxisSet};
+use crate::error::{Error, Result};
+use crate::math::{Div, checked_product};
+use crate::segment::Digit;
 
 /// Most axes a grid has (the five order tokens).
 pub(crate) const MAX_AXES: usize = 5;
 
-/// Bit `i` set: grid axis `i` is spanned by the groups (a resolved kind).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) struct Mask(u8);
+/// A rank's coordinates in a grid, by axis position (first axis first).
+pub(crate) type Coords = [u32; MAX_AXES];
 
-impl Mask {
-    fn has(self, i: usize) -> bool {
-        self.0 & (1 << i) != 0
-    }
+/// One axis of a grid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct GridAxis {
+    pub axis: Axis,
+    pub digit: Digit,
+    /// Division by the size, to decode coordinates.
+    pub size: Div,
 }
 
 /// Ordered axes, first fastest: `rank = offset + sum(coord[a] * stride[a])`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct Grid {
-    axes: ArrayVec<(Axis, Digit), MAX_AXES>,
+    axes: ArrayVec<GridAxis, MAX_AXES>,
     offset: u32,
     world: u32,
 }
@@ -33,16 +36,16 @@ impl Grid {
     /// # Errors
     /// [`Error::Overflow`] when the world or its last rank does not fit a `u32`.
     pub fn new(axes: &[(Axis, u32)], offset: u32) -> Result<Grid> {
-        let world =
-            checked_product(axes.iter().map(|(_, s)| *s)).ok_or_else(|| Error::Overflow {
-                what: format!(
-                    "the grid {}",
-                    axes.iter()
-                        .map(|(a, s)| format!("{a}={s}"))
-                        .collect::<Vec<_>>()
-                        .join(" * ")
-                ),
-            })?;
+        let overflow = || Error::Overflow {
+            what: format!(
+                "the grid {}",
+                axes.iter()
+                    .map(|(a, s)| format!("{a}={s}"))
+                    .collect::<Vec<_>>()
+                    .join(" * ")
+            ),
+        };
+        let world = checked_product(axes.iter().map(|(_, s)| *s)).ok_or_else(overflow)?;
         if u64::from(offset) + u64::from(world) > 1 << 32 {
             return Err(Error::Overflow {
                 what: format!("rank_offset ({offset}) + world ({world})"),
@@ -52,7 +55,12 @@ impl Grid {
         let mut stride = 1u32;
         let mut out = ArrayVec::new();
         for &(axis, size) in axes {
-            out.push((axis, Digit { size, stride }));
+            out.try_push(GridAxis {
+                axis,
+                digit: Digit { size, stride },
+                size: Div::new(size),
+            })
+            .map_err(|_| overflow())?;
             stride = stride.wrapping_mul(size);
         }
         Ok(Grid {
@@ -75,38 +83,46 @@ impl Grid {
         u64::from(self.offset) + u64::from(self.world)
     }
 
-    pub fn axes(&self) -> impl Iterator<Item = (Axis, Digit)> + '_ {
-        self.axes.iter().copied()
+    pub fn axes(&self) -> &[GridAxis] {
+        &self.axes
+    }
+
+    /// The position of `axis` in the grid.
+    pub fn position(&self, axis: Axis) -> Option<usize> {
+        self.axes.iter().position(|a| a.axis == axis)
     }
 
     pub fn digit(&self, axis: Axis) -> Option<Digit> {
-        self.axes.iter().find(|(a, _)| *a == axis).map(|(_, d)| *d)
+        self.axes.iter().find(|a| a.axis == axis).map(|a| a.digit)
     }
 
+    /// The size of `axis` (1 for an axis the grid lacks).
     pub fn size(&self, axis: Axis) -> u32 {
         self.digit(axis).map_or(1, |d| d.size)
     }
 
+    /// The distance between neighbours along `axis` (0 for an axis the grid lacks).
+    pub fn stride(&self, axis: Axis) -> u32 {
+        self.digit(axis).map_or(0, |d| d.stride)
+    }
+
     pub fn contains(&self, rank: u32) -> bool {
-        u64::from(rank) >= u64::from(self.offset) && u64::from(rank) < self.end()
+        rank >= self.offset && u64::from(rank) < self.end()
     }
 
-    /// The error for a rank outside this grid.
-    pub fn out_of_range(&self, rank: u64) -> Error {
-        Error::RankOutOfRange {
-            rank,
-            first: self.offset,
-            end: self.end(),
-        }
-    }
-
-    /// The coordinate of `rank` along `axis` (0 for an axis the grid lacks).
-    pub fn coord(&self, rank: u32, axis: Axis) -> Option<u32> {
+    /// The coordinates of `rank`, or `None` outside the grid.
+    pub fn decode(&self, rank: u32) -> Option<Coords> {
         if !self.contains(rank) {
             return None;
         }
-        let local = rank - self.offset;
-        Some(self.digit(axis).map_or(0, |d| (local / d.stride) % d.size))
+        let mut rest = rank - self.offset;
+        let mut coords = [0; MAX_AXES];
+        for (c, a) in coords.iter_mut().zip(&self.axes) {
+            let (q, r) = a.size.div_rem(rest);
+            *c = r;
+            rest = q;
+        }
+        Some(coords)
     }
 
     /// The rank whose coordinate along each axis is `coord(axis)`.
@@ -115,112 +131,31 @@ impl Grid {
     /// [`Error::CoordOutOfRange`] for a coordinate past its axis.
     pub fn rank_with(&self, coord: impl Fn(Axis) -> u32) -> Result<u32> {
         let mut rank = self.offset;
-        for &(axis, d) in &self.axes {
-            let value = coord(axis);
-            if value >= d.size {
+        for a in &self.axes {
+            let value = coord(a.axis);
+            if value >= a.digit.size {
                 return Err(Error::CoordOutOfRange {
-                    axis,
+                    axis: a.axis,
                     value,
-                    size: d.size,
+                    size: a.digit.size,
                 });
             }
-            rank += value * d.stride;
+            rank += value * a.digit.stride;
         }
         Ok(rank)
     }
 
-    /// The mask of `axes`, or `None` if one of them is not an axis of this grid.
-    pub fn mask(&self, axes: AxisSet) -> Option<Mask> {
+    /// The positions of `axes` as a bit mask, or `None` if one of them is
+    /// not an axis of this grid.
+    pub fn mask(&self, axes: AxisSet) -> Option<u8> {
         let mut bits = 0u8;
         let mut seen = AxisSet::EMPTY;
-        for (i, (axis, _)) in self.axes.iter().enumerate() {
-            if axes.contains(*axis) {
+        for (i, a) in self.axes.iter().enumerate() {
+            if axes.contains(a.axis) {
                 bits |= 1 << i;
-                seen = seen.with(*axis);
+                seen = seen.with(a.axis);
             }
         }
-        (seen == axes).then_some(Mask(bits))
-    }
-
-    /// The groups of `mask`, with their digits split once.
-    pub fn partition(&self, mask: Mask) -> Partition {
-        let (mut masked, mut unmasked) = (ArrayVec::new(), ArrayVec::new());
-        for (i, (_, d)) in self.axes.iter().enumerate() {
-            if mask.has(i) {
-                masked.push(*d);
-            } else {
-                unmasked.push(*d);
-            }
-        }
-        Partition {
-            offset: self.offset,
-            masked,
-            unmasked,
-        }
-    }
-
-    /// Members per group of `mask`.
-    pub fn group_size(&self, mask: Mask) -> u32 {
-        self.partition(mask).size()
-    }
-
-    /// Number of groups of `mask`.
-    pub fn group_count(&self, mask: Mask) -> u32 {
-        self.partition(mask).count()
-    }
-
-    /// Group `index < group_count(mask)`.
-    pub fn group_segment(&self, mask: Mask, index: u32) -> Segment {
-        self.partition(mask).segment(index)
-    }
-
-    /// `(group index, position in group)` of `rank` for `mask`, or `None`
-    /// outside the grid.
-    pub fn locate(&self, mask: Mask, rank: u32) -> Option<(u32, u32)> {
-        if !self.contains(rank) {
-            return None;
-        }
-        let local = rank - self.offset;
-        let (mut index, mut key) = (0u32, 0u32);
-        let (mut index_weight, mut key_weight) = (1u32, 1u32);
-        for (i, (_, d)) in self.axes.iter().enumerate() {
-            let c = (local / d.stride) % d.size;
-            if mask.has(i) {
-                key += c * key_weight;
-                key_weight *= d.size;
-            } else {
-                index += c * index_weight;
-                index_weight *= d.size;
-            }
-        }
-        Some((index, key))
-    }
-}
-
-/// The groups of one mask of a grid: masked digits (members) and unmasked
-/// digits (group index), split once so that each group costs O(axes).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(crate) struct Partition {
-    offset: u32,
-    masked: ArrayVec<Digit, MAX_AXES>,
-    unmasked: ArrayVec<Digit, MAX_AXES>,
-}
-
-impl Partition {
-    /// Members per group.
-    pub fn size(&self) -> u32 {
-        self.masked.iter().map(|d| d.size).product()
-    }
-
-    /// Number of groups.
-    pub fn count(&self) -> u32 {
-        self.unmasked.iter().map(|d| d.size).product()
-    }
-
-    /// Group `index < count()`: the unmasked coordinates are the
-    /// mixed-radix digits of `index`, the members run over the masked ones.
-    pub fn segment(&self, index: u32) -> Segment {
-        let base = self.offset + crate::math::spread(index, &self.unmasked);
-        Segment::boxed(base, self.masked.iter().copied())
+        (seen == axes).then_some(bits)
     }
 }

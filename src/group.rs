@@ -3,77 +3,23 @@
 use std::fmt;
 use std::iter::FusedIterator;
 
+use std::hash::{Hash, Hasher};
+
 use arrayvec::ArrayVec;
 
-use crate::math::{Digit, spread};
-
-/// Most digits a segment needs: the five grid axes plus one for concatenation.
-pub(crate) const MAX_DIGITS: usize = 6;
-
-/// Ranks `base + spread(start + i * step)` for `i` in `0..len`: a strided
-/// slice of a mixed-radix box of ranks.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(crate) struct Segment {
-    base: u32,
-    digits: ArrayVec<Digit, MAX_DIGITS>,
-    start: u32,
-    step: u32,
-    len: u32,
-}
-
-impl Segment {
-    /// The whole box: every combination of `digits`, first digit fastest.
-    pub fn boxed(base: u32, digits: impl IntoIterator<Item = Digit>) -> Segment {
-        let digits: ArrayVec<Digit, MAX_DIGITS> = digits.into_iter().collect();
-        let len = digits.iter().map(|d| d.size).product();
-        Segment {
-            base,
-            digits,
-            start: 0,
-            step: 1,
-            len,
-        }
-    }
-
-    /// One rank.
-    pub fn single(rank: u32) -> Segment {
-        Segment::boxed(rank, [])
-    }
-
-    /// Members `start, start + step, ...` (`len` of them) of this segment.
-    pub fn strided(self, start: u32, step: u32, len: u32) -> Segment {
-        Segment {
-            start: self.start + start * self.step,
-            step: self.step * step,
-            len,
-            ..self
-        }
-    }
-
-    /// The segment with one more, slowest, digit.
-    pub fn extended(mut self, digit: Digit) -> Segment {
-        debug_assert!(self.start == 0 && self.step == 1);
-        self.digits.push(digit);
-        self.len *= digit.size;
-        self
-    }
-
-    pub fn len(&self) -> u32 {
-        self.len
-    }
-
-    /// Member `i < len`.
-    pub fn at(&self, i: u32) -> u32 {
-        self.base
-            .wrapping_add(spread(self.start + i * self.step, &self.digits))
-    }
-}
+use crate::segment::{MAX_DIGITS, Segment};
 
 /// One process group: its member ranks in Megatron-LM's order.
 ///
 /// A group is a small value (no heap) that computes its members on demand:
-/// `len`, `get`, `first`, `last` are O(axes), iterating is O(len * axes).
-/// Collect it with `to_vec()` or `collect()`.
+/// `len`, `get`, `first`, `last` are O(axes), iterating is O(len) (an
+/// odometer, no division per member). Collect it with `to_vec()` or
+/// `collect()`.
+///
+/// Two groups are equal (and hash alike) when they list the same ranks in
+/// the same order, whatever kind or layout they come from: with cp = 1 the
+/// `tp` group `[0, 1]` equals the `tp-cp` group `[0, 1]`. Comparing is
+/// O(len).
 ///
 /// ```
 /// use rank_layout::{Config, Kind, Layout};
@@ -84,7 +30,7 @@ impl Segment {
 /// assert_eq!(pp0.last(), Some(12));
 /// # Ok::<(), rank_layout::Error>(())
 /// ```
-#[derive(Clone, PartialEq, Eq, Hash)]
+#[derive(Clone)]
 pub struct Group {
     segments: ArrayVec<Segment, 2>,
 }
@@ -92,15 +38,15 @@ pub struct Group {
 impl Group {
     pub(crate) fn new(segment: Segment) -> Group {
         let mut segments = ArrayVec::new();
-        segments.push(segment);
+        let _ = segments.try_push(segment);
         Group { segments }
     }
 
     /// The concatenation of two segments (encoder part, then decoder part).
     pub(crate) fn joined(first: Segment, second: Segment) -> Group {
         let mut segments = ArrayVec::new();
-        segments.push(first);
-        segments.push(second);
+        let _ = segments.try_push(first);
+        let _ = segments.try_push(second);
         Group { segments }
     }
 
@@ -139,7 +85,40 @@ impl Group {
 
     /// The members collected into a vector.
     pub fn to_vec(&self) -> Vec<u32> {
-        self.iter().collect()
+        let mut out = vec![0; self.len()];
+        self.fill_into(&mut out);
+        out
+    }
+
+    /// Writes the members into the start of `out` (as many as fit) and
+    /// returns how many it wrote.
+    pub(crate) fn fill_into(&self, out: &mut [u32]) -> usize {
+        let mut at = 0;
+        for segment in &self.segments {
+            let len = segment.len() as usize;
+            if let Some(rest) = out.get_mut(at..) {
+                segment.fill(rest);
+            }
+            at += len;
+        }
+        at.min(out.len())
+    }
+}
+
+impl PartialEq for Group {
+    fn eq(&self, other: &Group) -> bool {
+        self.len() == other.len() && self.iter().eq(other.iter())
+    }
+}
+
+impl Eq for Group {}
+
+impl Hash for Group {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_usize(self.len());
+        for rank in self {
+            state.write_u32(rank);
+        }
     }
 }
 
@@ -216,10 +195,18 @@ impl Members {
             }
             self.unit = segment.step == 1;
             let mut rest = segment.start;
-            for (i, d) in segment.digits.iter().enumerate() {
-                self.digits[i] = rest % d.size;
-                self.sizes[i] = d.size;
-                self.strides[i] = d.stride;
+            self.sizes = [u32::MAX; MAX_DIGITS];
+            self.strides = [0; MAX_DIGITS];
+            for (((digit, size), stride), d) in self
+                .digits
+                .iter_mut()
+                .zip(&mut self.sizes)
+                .zip(&mut self.strides)
+                .zip(&segment.digits)
+            {
+                *digit = rest % d.size;
+                *size = d.size;
+                *stride = d.stride;
                 rest /= d.size;
             }
             self.rank = segment.at(0);
@@ -243,21 +230,27 @@ impl Iterator for Members {
         self.remaining -= 1;
         if self.unit {
             // Odometer, first digit fastest: a member follows, so some
-            // digit below the last one absorbs the carry.
-            for i in 0..MAX_DIGITS {
-                self.digits[i] += 1;
-                self.rank = self.rank.wrapping_add(self.strides[i]);
-                if self.digits[i] < self.sizes[i] {
+            // digit absorbs the carry (digits past the segment's have size
+            // u32::MAX and never carry).
+            for ((digit, size), stride) in
+                self.digits.iter_mut().zip(&self.sizes).zip(&self.strides)
+            {
+                *digit += 1;
+                self.rank = self.rank.wrapping_add(*stride);
+                if *digit < *size {
                     break;
                 }
-                self.digits[i] = 0;
-                self.rank = self
-                    .rank
-                    .wrapping_sub(self.sizes[i].wrapping_mul(self.strides[i]));
+                *digit = 0;
+                self.rank = self.rank.wrapping_sub(size.wrapping_mul(*stride));
             }
         } else {
-            let segment = &self.group.segments[self.segment - 1];
-            self.rank = segment.at(self.index);
+            if let Some(segment) = self
+                .segment
+                .checked_sub(1)
+                .and_then(|s| self.group.segments.get(s))
+            {
+                self.rank = segment.at(self.index);
+            }
         }
         self.index += 1;
         Some(self.rank)

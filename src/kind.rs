@@ -3,15 +3,20 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::{Axis, AxisSet, Error};
+use crate::axis::{Axis, AxisSet};
+use crate::error::Error;
 
 /// A kind of process group, such as `tp`, `dp-cp` or `embd`.
 ///
 /// Most kinds are a set of axes ([`Kind::Axes`]): the groups are the ranks
-/// that agree on every other axis (SPEC 2). Any set of the layout's axes is a
-/// valid kind, not only the named constants; the order of tokens in the name
-/// does not matter (`cp-dp` is `dp-cp`). The other variants are Megatron-LM's
-/// special families.
+/// that agree on every other axis. Any set of the layout's axes is a valid
+/// kind, not only the named constants; the order of tokens in the name does
+/// not matter (`cp-dp` is `dp-cp`). The other variants are Megatron-LM's
+/// special families. Every kind of Megatron-LM has a constant (`Kind::TP`,
+/// `Kind::EMBD`, `Kind::DP_CP_INTRA`, ...); [`semantics`](crate::semantics)
+/// defines each.
+///
+/// `Display`, `Debug` and `FromStr` use the kind's name (`tp-dp`, `embd`).
 ///
 /// ```
 /// use rank_layout::Kind;
@@ -19,12 +24,14 @@ use crate::{Axis, AxisSet, Error};
 /// assert_eq!(Kind::DP_CP.to_string(), "dp-cp");
 /// assert_eq!("dp-cp-mod-ep".parse::<Kind>()?, Kind::DP_CP_MOD_EP);
 /// assert_eq!("hcp-1".parse::<Kind>()?, Kind::Hcp(1));
+/// assert_eq!(format!("{:?}", Kind::POS_EMBD), "pos-embd");
 /// assert!("tp-xp".parse::<Kind>().is_err());
 /// # Ok::<(), rank_layout::Error>(())
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Kind {
-    /// The groups spanned by a set of axes.
+    /// The groups spanned by a set of axes (`tp`, `dp-cp`, ...).
     Axes(AxisSet),
     /// A set of axes of the nested expert view, where `dp` means `dp / ep`
     /// (Megatron-LM `get_ranks(..., independent_ep=True)`); named `<axes>-mod-ep`.
@@ -33,7 +40,7 @@ pub enum Kind {
     Embd,
     /// Position-embedding groups: `[first]` stage of each pipeline.
     PosEmbd,
-    /// Hierarchical context parallel, level `n` (`hcp-n`), SPEC 3.4.
+    /// Hierarchical context parallel, level `n` (`hcp-n`).
     Hcp(u8),
     /// Each dp-cp group cut into contiguous distributed-optimizer slices.
     DpCpIntra,
@@ -86,9 +93,26 @@ impl Kind {
     pub const ETP_EP_PP: Kind = axes(&[Axis::Etp, Axis::Ep, Axis::Pp]);
     /// `edp`
     pub const EDP: Kind = axes(&[Axis::Edp]);
+    /// `embd`: the first and last stage of each pipeline.
+    pub const EMBD: Kind = Kind::Embd;
+    /// `pos-embd`: the first stage of each pipeline.
+    pub const POS_EMBD: Kind = Kind::PosEmbd;
+    /// `dp-cp-intra`
+    pub const DP_CP_INTRA: Kind = Kind::DpCpIntra;
+    /// `edp-intra`
+    pub const EDP_INTRA: Kind = Kind::EdpIntra;
+    /// `dp-cp-inter`
+    pub const DP_CP_INTER: Kind = Kind::DpCpInter;
+    /// `dist-opt-instance`
+    pub const DIST_OPT_INSTANCE: Kind = Kind::DistOptInstance;
 
-    /// The dense kinds of SPEC 3.1 shared by every layout's attention grid,
-    /// in the order of the section.
+    /// `hcp-level`: hierarchical context parallel, level `level`.
+    pub const fn hcp(level: u8) -> Kind {
+        Kind::Hcp(level)
+    }
+
+    /// The dense kinds shared by every layout's attention grid, in their
+    /// listing order.
     pub(crate) const ATTENTION: [Kind; 9] = [
         Kind::TP,
         Kind::PP,
@@ -100,7 +124,7 @@ impl Kind {
         Kind::TP_DP,
         Kind::TP_DP_CP,
     ];
-    /// The nested expert kinds of SPEC 3.1.
+    /// The nested expert kinds.
     pub(crate) const NESTED_EXPERT: [Kind; 5] = [
         Kind::EP,
         Kind::TP_EP,
@@ -108,7 +132,7 @@ impl Kind {
         Kind::DP_MOD_EP,
         Kind::DP_CP_MOD_EP,
     ];
-    /// The folded expert kinds of SPEC 3.2.
+    /// The folded expert kinds.
     pub(crate) const FOLDED_EXPERT: [Kind; 5] = [
         Kind::EP,
         Kind::ETP,
@@ -116,7 +140,7 @@ impl Kind {
         Kind::ETP_EP_PP,
         Kind::EDP,
     ];
-    /// The distributed-optimizer kinds of SPEC 3.4.
+    /// The distributed-optimizer kinds.
     pub(crate) const DIST_OPT: [Kind; 4] = [
         Kind::DpCpIntra,
         Kind::EdpIntra,
@@ -168,6 +192,12 @@ impl FromStr for Kind {
             return parse_axes(base, s).map(Kind::ModEp);
         }
         parse_axes(&lower, s).map(Kind::Axes)
+    }
+}
+
+impl fmt::Debug for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
     }
 }
 

@@ -5,7 +5,8 @@ use std::str::FromStr;
 
 use arrayvec::ArrayVec;
 
-use crate::{Axis, Error};
+use crate::axis::Axis;
+use crate::error::{Error, Result};
 
 /// A validated axis order such as `tp-cp-ep-dp-pp`: the first axis varies fastest.
 ///
@@ -40,7 +41,7 @@ impl Order {
         let mut all = self.written.clone();
         for axis in Axis::ORDER_TOKENS {
             if !all.contains(&axis) {
-                all.push(axis);
+                let _ = all.try_push(axis);
             }
         }
         all.into_inner().unwrap_or(Axis::ORDER_TOKENS)
@@ -54,6 +55,30 @@ impl Order {
     /// Position of `axis` among the written axes.
     pub(crate) fn written_position(&self, axis: Axis) -> Option<usize> {
         self.written.iter().position(|a| *a == axis)
+    }
+
+    /// Checks that every order axis whose `size` is greater than 1 is
+    /// written; `name` gives the axis's name in the grid being built (the
+    /// folded expert grid calls tp `etp` and dp `edp`).
+    ///
+    /// # Errors
+    /// [`Error::MissingAxis`] for the first one that is not.
+    pub(crate) fn check_written(
+        &self,
+        size: impl Fn(Axis) -> u32,
+        name: impl Fn(Axis) -> Axis,
+    ) -> Result<()> {
+        for axis in Axis::ORDER_TOKENS {
+            let s = size(axis);
+            if s > 1 && !self.is_written(axis) {
+                return Err(Error::MissingAxis {
+                    axis: name(axis),
+                    size: s,
+                    order: self.to_string(),
+                });
+            }
+        }
+        Ok(())
     }
 }
 
@@ -69,7 +94,7 @@ impl Default for Order {
 impl FromStr for Order {
     type Err = Error;
 
-    fn from_str(s: &str) -> Result<Self, Error> {
+    fn from_str(s: &str) -> Result<Self> {
         let lower = s.to_ascii_lowercase();
         let mut written = ArrayVec::<Axis, 5>::new();
         for token in lower.split('-') {
@@ -90,8 +115,8 @@ impl FromStr for Order {
                     order: s.to_owned(),
                 });
             }
-            // Five distinct order tokens at most, so the push cannot fail.
-            written.push(axis);
+            // Five distinct order tokens at most, so there is room.
+            let _ = written.try_push(axis);
         }
         Ok(Order { written })
     }

@@ -3,7 +3,8 @@
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::{Config, Layout};
+use crate::config::Config;
+use crate::layout::Layout;
 
 impl Serialize for Layout {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {

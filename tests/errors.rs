@@ -401,7 +401,10 @@ fn query_errors() {
         enc.comm_split_round(0, Kind::PP, 2),
         Err(Error::RoundOutOfRange { .. })
     ));
-    assert_eq!(enc.comm_split_round(0, Kind::PP, 1).unwrap(), Some((1, 0)));
+    assert_eq!(
+        enc.comm_split_round(0, Kind::PP, 1).unwrap(),
+        Some(rank_layout::Split { color: 1, key: 0 })
+    );
     assert!(matches!(
         "hcp-x".parse::<Kind>(),
         Err(Error::UnknownKind { .. })

@@ -274,11 +274,7 @@ fn reference_vectors() {
             "{name}"
         );
         if let Some(edp) = data["config"].get("edp") {
-            assert_eq!(
-                u64::from(l.expert_data_parallel_size()),
-                edp.as_u64().unwrap(),
-                "{name}"
-            );
+            assert_eq!(u64::from(l.sizes().edp), edp.as_u64().unwrap(), "{name}");
         }
         if let Some(enc) = data["config"].get("encoder_world_size") {
             assert_eq!(

@@ -8,104 +8,9 @@ mod common;
 use std::collections::BTreeMap;
 
 use proptest::prelude::*;
-use rank_layout::{Config, Error, ExpertLayout, Kind, Layout, Part};
+use rank_layout::{Config, Error, ExpertLayout, Kind, Layout, Part, Split};
 
-use common::{nested_config, reference, size};
-
-/// Folded configurations: sizes chosen so etp*ep divides the world; orders
-/// shuffled; an invalid pick (pp not last, dist-opt order) is repaired
-/// rather than rejected, so both kinds of orders are exercised.
-fn folded_config() -> impl Strategy<Value = Config> {
-    (
-        size(),
-        size(),
-        1..=3u32,
-        size(),
-        prop_oneof![Just(1u32), Just(2), Just(4)],
-        prop_oneof![Just(1u32), Just(2), Just(3)],
-        Just((0..5).collect::<Vec<usize>>()).prop_shuffle(),
-        any::<u8>(),
-        0..3u32,
-        prop_oneof![Just(1u32), Just(2), Just(4)],
-        any::<bool>(),
-    )
-        .prop_map(|(tp, cp, k, pp, ep, etp, perm, drop, off, n, hcp)| {
-            let unit = etp * ep;
-            let g = gcd(tp * cp, unit);
-            let dp = k * unit / g;
-            let sizes = [tp, cp, ep, dp, pp];
-            let order = common::order_string(&perm, sizes, drop, false);
-            let mut c = Config {
-                tp,
-                cp,
-                ep,
-                dp: Some(dp),
-                pp,
-                etp: Some(etp),
-                order: order.parse().unwrap(),
-                rank_offset: off * 5,
-                expert_layout: ExpertLayout::Folded,
-                dist_opt_instances: Some(n),
-                hierarchical_cp: hcp.then(|| factor(cp)),
-                ..Config::default()
-            };
-            if Layout::new(&c).is_err() {
-                c.dist_opt_instances = None;
-            }
-            if Layout::new(&c).is_err() {
-                let mut perm: Vec<usize> = perm.into_iter().filter(|i| *i != 4).collect();
-                perm.push(4);
-                c.order = common::order_string(&perm, sizes, drop, false)
-                    .parse()
-                    .unwrap();
-            }
-            c
-        })
-        .prop_filter("valid folded layout", |c| Layout::new(c).is_ok())
-}
-
-fn gcd(a: u32, b: u32) -> u32 {
-    if b == 0 { a } else { gcd(b, a % b) }
-}
-
-/// A factorisation of `n` into levels (smallest prime factor first).
-fn factor(mut n: u32) -> Vec<u32> {
-    let mut out = Vec::new();
-    let mut p = 2;
-    while n > 1 {
-        while n % p == 0 {
-            out.push(p);
-            n /= p;
-        }
-        p += 1;
-    }
-    if out.is_empty() {
-        out.push(1);
-    }
-    out
-}
-
-/// Encoder + decoder configurations: uneven tp both ways, any order with ep
-/// next to dp, offsets.
-fn encdec_config() -> impl Strategy<Value = Config> {
-    (nested_config(), 1..=6u32, 1..=3u32, 0..2u32)
-        .prop_map(|(mut c, etp, epp, off)| {
-            c.encoder_tp = Some(etp);
-            c.encoder_pp = Some(epp);
-            c.rank_offset = off * 3;
-            // The encoder's tp must be in the order when > 1.
-            if etp > 1 && !c.order.is_written(rank_layout::Axis::Tp) {
-                let s = format!("tp-{}", c.order);
-                c.order = s.parse().unwrap();
-            }
-            c
-        })
-        .prop_filter("valid encoder+decoder layout", |c| Layout::new(c).is_ok())
-}
-
-fn any_config() -> impl Strategy<Value = Config> {
-    prop_oneof![nested_config(), folded_config(), encdec_config()]
-}
+use common::{any_config, encdec_config, folded_config, nested_config, reference};
 
 /// The resolved config of a layout (dp filled in) for the reference.
 fn resolved(c: &Config) -> (Layout, Config) {
@@ -153,7 +58,7 @@ proptest! {
     #[test]
     fn kinds_partition_the_world(c in prop_oneof![nested_config(), folded_config()]) {
         let l = Layout::new(&c).unwrap();
-        for kind in l.kinds() {
+        for &kind in l.kinds() {
             let groups = l.groups(kind).unwrap().to_vecs();
             let mut seen = vec![0u32; l.world_size() as usize];
             for g in &groups {
@@ -177,7 +82,7 @@ proptest! {
     #[test]
     fn per_rank_answers_agree_with_enumeration(c in any_config()) {
         let l = Layout::new(&c).unwrap();
-        for kind in l.kinds() {
+        for &kind in l.kinds() {
             let table = enumerate(&l, kind);
             let rounds = l.comm_split_rounds(kind).unwrap();
             for r in ranks(&l) {
@@ -194,14 +99,14 @@ proptest! {
                 // Listed by ascending index, as the enumeration meets them.
                 prop_assert_eq!(&got, &want, "rank {} kind {}", r, kind);
                 if rounds == 1 {
-                    prop_assert_eq!(l.comm_split(r, kind).unwrap(), want.first().copied());
+                    prop_assert_eq!(l.comm_split(r, kind).unwrap().map(|s| (s.color, s.key)), want.first().copied());
                     let one = l.group_of(r, kind).unwrap().map(|m| (m.index, m.key));
                     prop_assert_eq!(one, want.first().copied());
                 } else {
                     prop_assert!(matches!(l.comm_split(r, kind), Err(Error::OverlappingKind { .. })), "{}", kind);
                 }
                 let mut by_round: Vec<(u32, u32)> = (0..rounds)
-                    .filter_map(|round| l.comm_split_round(r, kind, round).unwrap())
+                    .filter_map(|round| l.comm_split_round(r, kind, round).unwrap().map(|s| (s.color, s.key)))
                     .collect();
                 by_round.sort();
                 prop_assert_eq!(by_round, want, "rounds of rank {} kind {}", r, kind);
@@ -243,7 +148,7 @@ proptest! {
     #[test]
     fn size_hints_are_exact(c in any_config()) {
         let l = Layout::new(&c).unwrap();
-        for kind in l.kinds() {
+        for &kind in l.kinds() {
             let mut groups = l.groups(kind).unwrap();
             let total = groups.len();
             let mut n = 0;
@@ -338,7 +243,7 @@ proptest! {
         prop_assert!(hi - lo <= 1);
         prop_assert_eq!(fan_outs.iter().sum::<u32>() as usize, l.groups(Kind::PP).unwrap().len());
         // Other kinds: each grid's ranks exactly once.
-        for kind in l.kinds() {
+        for &kind in l.kinds() {
             if matches!(kind, Kind::Embd | Kind::PosEmbd) || kind == Kind::PP || kind == Kind::TP_PP { continue; }
             let mut seen = vec![0u32; l.world_size() as usize];
             for g in l.groups(kind).unwrap() {
@@ -365,7 +270,7 @@ proptest! {
             out
         };
         let cp = owner(Kind::CP);
-        for kind in l.kinds() {
+        for &kind in l.kinds() {
             if let Kind::Hcp(_) = kind {
                 for g in l.groups(kind).unwrap() {
                     let first = cp[&g.first().unwrap()];
@@ -432,7 +337,7 @@ proptest! {
             dist_opt_instances: (flags & 128 != 0).then_some(sizes[3] % 5),
         };
         if let Ok(l) = Layout::new(&c) {
-            for kind in l.kinds() {
+            for &kind in l.kinds() {
                 // Small kinds only: the world may be huge.
                 let _ = l.comm_split_rounds(kind);
                 if matches!(kind, Kind::TP | Kind::PP | Kind::Embd | Kind::PosEmbd) {
@@ -493,7 +398,7 @@ fn two_to_the_31_ranks_answer_per_rank() {
     assert_eq!(pp.group.len(), 16);
     assert_eq!(pp.group.get(0), Some(r - 15 * (1 << 27)));
     assert_eq!(
-        l.comm_split(r, Kind::DP).unwrap().map(|(_, k)| k),
+        l.comm_split(r, Kind::DP).unwrap().map(|s| s.key),
         Some((1 << 23) - 1)
     );
     assert!(l.placement(1 << 31).is_err());
@@ -517,7 +422,10 @@ fn overflowing_sizes_are_errors() {
     let l = Layout::new(&c).unwrap();
     assert_eq!(
         l.comm_split(u32::MAX, Kind::TP).unwrap(),
-        Some(((1 << 15) - 1, (1 << 16) - 1))
+        Some(Split {
+            color: (1 << 15) - 1,
+            key: (1 << 16) - 1
+        })
     );
     let c = Config {
         rank_offset: (1 << 31) + 1,

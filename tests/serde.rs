@@ -92,7 +92,7 @@ fn every_kind_name_round_trips() {
     })
     .unwrap();
     let nested = Layout::new(&Config::default()).unwrap();
-    for kind in l.kinds().into_iter().chain(nested.kinds()) {
+    for &kind in l.kinds().iter().chain(nested.kinds()) {
         assert_eq!(kind.to_string().parse::<Kind>().unwrap(), kind);
     }
 }

@@ -10,7 +10,7 @@
 #![allow(dead_code)]
 
 use proptest::prelude::*;
-use rank_layout::{Config, ExpertLayout};
+use rank_layout::{Axis, Config, ExpertLayout, Layout};
 
 pub type Groups = Vec<Vec<u32>>;
 
@@ -459,4 +459,97 @@ pub fn nested_config() -> impl Strategy<Value = Config> {
         .prop_filter("ep written must be adjacent to dp", |c| {
             rank_layout::Layout::new(c).is_ok()
         })
+}
+
+/// Folded configurations: sizes chosen so etp*ep divides the world; orders
+/// shuffled; an invalid pick (pp not last, dist-opt order) is repaired
+/// rather than rejected, so both kinds of orders are exercised.
+pub fn folded_config() -> impl Strategy<Value = Config> {
+    (
+        size(),
+        size(),
+        1..=3u32,
+        size(),
+        prop_oneof![Just(1u32), Just(2), Just(4)],
+        prop_oneof![Just(1u32), Just(2), Just(3)],
+        Just((0..5).collect::<Vec<usize>>()).prop_shuffle(),
+        any::<u8>(),
+        0..3u32,
+        prop_oneof![Just(1u32), Just(2), Just(4)],
+        any::<bool>(),
+    )
+        .prop_map(|(tp, cp, k, pp, ep, etp, perm, drop, off, n, hcp)| {
+            let unit = etp * ep;
+            let g = gcd(tp * cp, unit);
+            let dp = k * unit / g;
+            let sizes = [tp, cp, ep, dp, pp];
+            let order = order_string(&perm, sizes, drop, false);
+            let mut c = Config {
+                tp,
+                cp,
+                ep,
+                dp: Some(dp),
+                pp,
+                etp: Some(etp),
+                order: order.parse().unwrap(),
+                rank_offset: off * 5,
+                expert_layout: ExpertLayout::Folded,
+                dist_opt_instances: Some(n),
+                hierarchical_cp: hcp.then(|| factor(cp)),
+                ..Config::default()
+            };
+            if Layout::new(&c).is_err() {
+                c.dist_opt_instances = None;
+            }
+            if Layout::new(&c).is_err() {
+                let mut perm: Vec<usize> = perm.into_iter().filter(|i| *i != 4).collect();
+                perm.push(4);
+                c.order = order_string(&perm, sizes, drop, false).parse().unwrap();
+            }
+            c
+        })
+        .prop_filter("valid folded layout", |c| Layout::new(c).is_ok())
+}
+
+fn gcd(a: u32, b: u32) -> u32 {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
+
+/// A factorisation of `n` into levels (smallest prime factor first).
+fn factor(mut n: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    let mut p = 2;
+    while n > 1 {
+        while n % p == 0 {
+            out.push(p);
+            n /= p;
+        }
+        p += 1;
+    }
+    if out.is_empty() {
+        out.push(1);
+    }
+    out
+}
+
+/// Encoder + decoder configurations: uneven tp both ways, any order with ep
+/// next to dp, offsets.
+pub fn encdec_config() -> impl Strategy<Value = Config> {
+    (nested_config(), 1..=6u32, 1..=3u32, 0..2u32)
+        .prop_map(|(mut c, etp, epp, off)| {
+            c.encoder_tp = Some(etp);
+            c.encoder_pp = Some(epp);
+            c.rank_offset = off * 3;
+            // The encoder's tp must be in the order when > 1.
+            if etp > 1 && !c.order.is_written(Axis::Tp) {
+                let s = format!("tp-{}", c.order);
+                c.order = s.parse().unwrap();
+            }
+            c
+        })
+        .prop_filter("valid encoder+decoder layout", |c| Layout::new(c).is_ok())
+}
+
+pub fn any_config() -> impl Strategy<Value = Config> {
+    prop_oneof![nested_config(), folded_config(), encdec_config()]
 }

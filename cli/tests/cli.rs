@@ -1,6 +1,5 @@
 //! The `rank-layout` binary: JSON shape of SPEC 5, table output, `--config`
 //! files, and exit status 2 with a message on stderr for bad input.
-#![cfg(feature = "cli")]
 
 use std::process::{Command, Output};
 

@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use crate::{Kind, Layout, Membership, Placement, Result};
+use rank_layout::{Kind, Layout, Membership, Placement, Result};
 
 /// The groups of some kinds of a layout.
 ///
@@ -31,58 +31,48 @@ pub struct RankReport {
     groups: Vec<(Kind, Vec<Membership>)>,
 }
 
-impl Layout {
+impl<'a> LayoutReport<'a> {
     /// A report of `kinds` (every kind of the layout when empty; a kind given
     /// twice, even spelled differently like `cp-dp` and `dp-cp`, once).
-    ///
-    /// # Errors
-    /// [`Error::KindNotInLayout`](crate::Error::KindNotInLayout) for a kind the layout does not have.
-    pub fn report(&self, kinds: &[Kind]) -> Result<LayoutReport<'_>> {
-        let kinds = self.kinds_or_all(kinds);
+    pub fn new(layout: &'a Layout, kinds: &[Kind]) -> Result<LayoutReport<'a>> {
+        let kinds = kinds_or_all(layout, kinds);
         for kind in &kinds {
-            let _ = self.groups(*kind)?;
+            let _ = layout.groups(*kind)?;
         }
-        Ok(LayoutReport {
-            layout: self,
-            kinds,
-        })
+        Ok(LayoutReport { layout, kinds })
     }
+}
 
+impl RankReport {
     /// The view of `rank` for `kinds` (every kind of the layout when empty,
     /// repeats once).
-    ///
-    /// # Errors
-    /// [`Error::RankOutOfRange`](crate::Error::RankOutOfRange),
-    /// [`Error::KindNotInLayout`](crate::Error::KindNotInLayout).
-    pub fn rank_report(&self, rank: u32, kinds: &[Kind]) -> Result<RankReport> {
-        let placement = self.placement(rank)?;
-        let kinds = self.kinds_or_all(kinds);
+    pub fn new(layout: &Layout, rank: u32, kinds: &[Kind]) -> Result<RankReport> {
+        let placement = layout.placement(rank)?;
+        let kinds = kinds_or_all(layout, kinds);
         let groups = kinds
             .into_iter()
-            .map(|kind| Ok((kind, self.memberships(rank, kind)?)))
+            .map(|kind| Ok((kind, layout.memberships(rank, kind)?)))
             .collect::<Result<_>>()?;
         Ok(RankReport {
-            has_encoder: self.has_encoder(),
+            has_encoder: layout.has_encoder(),
             placement,
             groups,
         })
     }
 }
 
-impl Layout {
-    /// `kinds` without repeats, or every kind of the layout when empty.
-    fn kinds_or_all(&self, kinds: &[Kind]) -> Vec<Kind> {
-        if kinds.is_empty() {
-            return self.kinds();
-        }
-        let mut out: Vec<Kind> = Vec::with_capacity(kinds.len());
-        for kind in kinds {
-            if !out.contains(kind) {
-                out.push(*kind);
-            }
-        }
-        out
+/// `kinds` without repeats, or every kind of the layout when empty.
+fn kinds_or_all(layout: &Layout, kinds: &[Kind]) -> Vec<Kind> {
+    if kinds.is_empty() {
+        return layout.kinds().to_vec();
     }
+    let mut out: Vec<Kind> = Vec::with_capacity(kinds.len());
+    for kind in kinds {
+        if !out.contains(kind) {
+            out.push(*kind);
+        }
+    }
+    out
 }
 
 impl RankReport {
@@ -124,11 +114,7 @@ impl fmt::Display for LayoutReport<'_> {
             c.pp
         )?;
         if let Some(etp) = c.etp {
-            write!(
-                f,
-                " etp={etp} edp={} (folded)",
-                l.expert_data_parallel_size()
-            )?;
+            write!(f, " etp={etp} edp={} (folded)", l.sizes().edp)?;
         }
         if let (Some(etp), Some(epp)) = (c.encoder_tp, c.encoder_pp) {
             write!(
@@ -184,12 +170,12 @@ impl fmt::Display for RankReport {
     }
 }
 
-#[cfg(feature = "serde")]
 mod json {
     use serde::ser::{Serialize, SerializeMap, Serializer};
 
+    use rank_layout::{Config, Group, Groups, Membership, Part};
+
     use super::{LayoutReport, RankReport};
-    use crate::{Config, Group, Groups, Membership, Part};
 
     struct Ranks<'a>(&'a Group);
     impl Serialize for Ranks<'_> {
@@ -198,8 +184,8 @@ mod json {
         }
     }
 
-    struct AllGroups(Groups);
-    impl Serialize for AllGroups {
+    struct AllGroups<'a>(Groups<'a>);
+    impl Serialize for AllGroups<'_> {
         fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
             s.collect_seq(self.0.clone().map(|g| g.to_vec()))
         }
@@ -226,11 +212,11 @@ mod json {
                 "config",
                 &ConfigOut {
                     config,
-                    edp: config.etp.map(|_| l.expert_data_parallel_size()),
+                    edp: config.etp.map(|_| l.sizes().edp),
                     encoder_world_size: l.has_encoder().then(|| l.encoder_world_size()),
                 },
             )?;
-            let groups: Vec<(String, AllGroups)> = self
+            let groups: Vec<(String, AllGroups<'_>)> = self
                 .kinds
                 .iter()
                 .filter_map(|k| Some((k.to_string(), AllGroups(l.groups(*k).ok()?))))

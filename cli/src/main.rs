@@ -11,6 +11,10 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use rank_layout::{Config, Error, Kind, Layout};
 
+mod report;
+
+use report::{LayoutReport, RankReport};
+
 /// Process-group rank layouts of distributed training (Megatron-LM ordering).
 #[derive(Debug, Parser)]
 #[command(name = "rank-layout", version, about)]
@@ -197,7 +201,7 @@ fn run(cli: &Cli) -> Result<(), Failure> {
     match &cli.command {
         Command::Groups { layout, output } => {
             let layout = Layout::new(&layout.config()?)?;
-            let report = layout.report(&output.kinds()?)?;
+            let report = LayoutReport::new(&layout, &output.kinds()?)?;
             emit(&report, output.format)
         }
         Command::Rank {
@@ -212,7 +216,7 @@ fn run(cli: &Cli) -> Result<(), Failure> {
                 first,
                 end: u64::from(first) + u64::from(layout.world_size()),
             })?;
-            let report = layout.rank_report(rank, &output.kinds()?)?;
+            let report = RankReport::new(&layout, rank, &output.kinds()?)?;
             emit(&report, output.format)
         }
     }

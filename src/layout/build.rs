@@ -1,0 +1,212 @@
+//! From a [`Config`] to a checked shape: every validation of a layout.
+
+use crate::config::{Config, ExpertLayout};
+use crate::coord::Part;
+use crate::error::{Error, Result};
+use crate::layout::families::{self, Families};
+use crate::layout::folded::folded;
+use crate::layout::nested::nested;
+use crate::layout::shape::Shape;
+use crate::layout::sizes::Sizes;
+use crate::math::checked_product;
+
+/// Checks the sizes a user gave are not zero.
+fn check_nonzero(config: &Config) -> Result<()> {
+    let sizes = [
+        ("tp", Some(config.tp)),
+        ("cp", Some(config.cp)),
+        ("ep", Some(config.ep)),
+        ("dp", config.dp),
+        ("pp", Some(config.pp)),
+        ("world_size", config.world_size),
+        ("encoder_tp", config.encoder_tp),
+        ("encoder_pp", config.encoder_pp),
+        ("etp", config.etp),
+        ("dist_opt_instances", config.dist_opt_instances),
+    ];
+    for (what, size) in sizes {
+        if size == Some(0) {
+            return Err(Error::ZeroSize { what });
+        }
+    }
+    if config.hierarchical_cp.iter().flatten().any(|s| *s == 0) {
+        return Err(Error::ZeroSize {
+            what: "a hierarchical_cp level",
+        });
+    }
+    Ok(())
+}
+
+/// The data-parallel size: given, derived from the world size, or 1.
+/// `unit` is the number of ranks of one data-parallel replica, spelled
+/// `what`.
+fn resolve_dp(config: &Config, unit: u32, what: &'static str) -> Result<u32> {
+    match (config.dp, config.world_size) {
+        (Some(dp), Some(world_size)) => {
+            let expected = u64::from(unit) * u64::from(dp);
+            if expected != u64::from(world_size) {
+                return Err(Error::WorldSizeMismatch {
+                    world_size,
+                    dp,
+                    what,
+                    expected,
+                });
+            }
+            Ok(dp)
+        }
+        (Some(dp), None) => Ok(dp),
+        (None, Some(world_size)) => {
+            if world_size % unit != 0 {
+                return Err(Error::WorldNotDivisible {
+                    world_size,
+                    what,
+                    divisor: unit,
+                });
+            }
+            Ok(world_size / unit)
+        }
+        (None, None) => Ok(1),
+    }
+}
+
+/// The sizes of `config` with `dp`; `etp` and `edp` are derived by the grid.
+fn sizes(config: &Config, tp: u32, pp: u32, ep: u32, dp: u32) -> Sizes {
+    Sizes {
+        tp,
+        cp: config.cp,
+        ep,
+        dp,
+        pp,
+        etp: config.etp.unwrap_or(tp),
+        edp: dp,
+    }
+}
+
+/// The encoder + decoder shape.
+fn encoder_decoder(config: &Config) -> Result<Shape> {
+    if config.expert_layout == ExpertLayout::Folded {
+        return Err(Error::NotWithEncoder {
+            what: "the folded expert layout",
+        });
+    }
+    if config.hierarchical_cp.is_some() {
+        return Err(Error::NotWithEncoder {
+            what: "hierarchical_cp",
+        });
+    }
+    let encoder_tp = config.encoder_tp.unwrap_or(config.tp);
+    let encoder_pp = config.encoder_pp.unwrap_or(1);
+    let unit = checked_product([encoder_tp, encoder_pp])
+        .zip(checked_product([config.tp, config.pp]))
+        .and_then(|(e, d)| e.checked_add(d))
+        .and_then(|s| s.checked_mul(config.cp))
+        .ok_or_else(|| Error::Overflow {
+            what: format!(
+                "(encoder_tp*encoder_pp + tp*pp)*cp = ({encoder_tp}*{encoder_pp} + {}*{})*{}",
+                config.tp, config.pp, config.cp
+            ),
+        })?;
+    let dp = resolve_dp(config, unit, "(encoder_tp*encoder_pp + tp*pp)*cp")?;
+    let encoder = nested(
+        sizes(config, encoder_tp, encoder_pp, 1, dp),
+        &config.order,
+        config.rank_offset,
+        Part::Encoder,
+    )?;
+    let encoder_world = encoder.attention.world();
+    let decoder_offset = config
+        .rank_offset
+        .checked_add(encoder_world)
+        .ok_or_else(|| Error::Overflow {
+            what: format!(
+                "rank_offset ({}) + encoder world ({encoder_world})",
+                config.rank_offset
+            ),
+        })?;
+    let decoder = nested(
+        sizes(config, config.tp, config.pp, config.ep, dp),
+        &config.order,
+        decoder_offset,
+        Part::Decoder,
+    )?;
+    encoder_world
+        .checked_add(decoder.attention.world())
+        .ok_or_else(|| Error::Overflow {
+            what: format!(
+                "encoder world ({encoder_world}) + decoder world ({})",
+                decoder.attention.world()
+            ),
+        })?;
+    Ok(Shape::EncoderDecoder {
+        encoder: Box::new(encoder),
+        decoder,
+    })
+}
+
+/// The nested or folded shape.
+fn single_grid(config: &Config) -> Result<Shape> {
+    let unit =
+        checked_product([config.tp, config.cp, config.pp]).ok_or_else(|| Error::Overflow {
+            what: format!("tp*cp*pp = {}*{}*{}", config.tp, config.cp, config.pp),
+        })?;
+    let dp = resolve_dp(config, unit, "tp*cp*pp")?;
+    let sizes = sizes(config, config.tp, config.pp, config.ep, dp);
+    let dense = match config.expert_layout {
+        ExpertLayout::Folded => folded(sizes, &config.order, config.rank_offset)?,
+        ExpertLayout::Nested => nested(sizes, &config.order, config.rank_offset, Part::Decoder)?,
+    };
+    Ok(Shape::Single(dense))
+}
+
+/// Validates `config` and builds its shape and families.
+///
+/// # Errors
+/// Every invalid configuration; see [`Layout::new`](crate::Layout::new).
+pub(crate) fn build(config: &Config) -> Result<(Shape, Families)> {
+    check_nonzero(config)?;
+    let folded = config.expert_layout == ExpertLayout::Folded;
+    if config.etp.is_some() && !folded {
+        return Err(Error::NeedsFolded { what: "etp" });
+    }
+    if config.dist_opt_instances.is_some_and(|n| n > 1) && !folded {
+        return Err(Error::NeedsFolded {
+            what: "dist_opt_instances",
+        });
+    }
+    let shape = if config.has_encoder() {
+        encoder_decoder(config)?
+    } else {
+        single_grid(config)?
+    };
+    let main = shape.main();
+    let hierarchical_cp = config.hierarchical_cp.clone().unwrap_or_default();
+    families::check_hierarchical_cp(&hierarchical_cp, main.sizes.cp)?;
+    let dist_opt_instances = config.dist_opt_instances.unwrap_or(1);
+    families::check_dist_opt(dist_opt_instances, main)?;
+    Ok((
+        shape,
+        Families {
+            hierarchical_cp,
+            dist_opt_instances,
+        },
+    ))
+}
+
+/// `config` with the sizes `shape` derived filled in: `dp`, `world_size`,
+/// and `etp` or `encoder_tp`/`encoder_pp` where the layout has them.
+pub(crate) fn resolved(config: &Config, shape: &Shape) -> Config {
+    let main = shape.main();
+    let mut out = Config {
+        dp: Some(main.sizes.dp),
+        world_size: Some(shape.world()),
+        ..config.clone()
+    };
+    if main.experts == ExpertLayout::Folded {
+        out.etp = Some(main.sizes.etp);
+    }
+    if let Some(encoder) = shape.encoder() {
+        out.encoder_tp = Some(encoder.sizes.tp);
+        out.encoder_pp = Some(encoder.sizes.pp);
+    }
+    out
+}

@@ -1,0 +1,116 @@
+//! The folded expert grid of Megatron-Core's "MoE parallel folding": a
+//! second grid over the same ranks as the attention grid.
+
+use crate::axis::Axis;
+use crate::config::ExpertLayout;
+use crate::coord::Part;
+use crate::error::{Error, Result};
+use crate::grid::Grid;
+use crate::layout::shape::Dense;
+use crate::layout::sizes::Sizes;
+use crate::math::checked_product;
+use crate::order::Order;
+
+/// The expert name of an order token: tp is `etp`, dp is `edp`.
+fn expert_name(axis: Axis) -> Axis {
+    match axis {
+        Axis::Tp => Axis::Etp,
+        Axis::Dp => Axis::Edp,
+        a => a,
+    }
+}
+
+/// The attention grid (tp, cp, dp, pp; ep = 1) of `sizes` and, over the
+/// same ranks in the same order string, the expert grid: `tp -> etp`, `ep`,
+/// `dp -> edp = world / (etp*ep*pp)`, `pp`, and cp of size 1.
+///
+/// # Errors
+/// - [`Error::MissingAxis`] for an axis of size > 1 (in either grid) left out;
+/// - [`Error::ExpertWorldNotDivisible`] when `etp*ep*pp` does not divide the world;
+/// - [`Error::FoldedDpMismatch`] when pp > 1, the order does not end in pp
+///   (an axis of size > 1 comes after it) and `edp != dp`;
+/// - [`Error::FoldedPpMismatch`] when the two grids' pipelines differ;
+/// - [`Error::Overflow`].
+pub(crate) fn folded(sizes: Sizes, order: &Order, offset: u32) -> Result<Dense> {
+    let Sizes {
+        cp,
+        ep,
+        dp,
+        pp,
+        etp,
+        ..
+    } = sizes;
+    let dense = |a: Axis| match a {
+        Axis::Ep => 1,
+        a => sizes[a],
+    };
+    order.check_written(dense, |a| a)?;
+    let attention_axes: Vec<(Axis, u32)> = order
+        .axes()
+        .into_iter()
+        .filter(|a| *a != Axis::Ep)
+        .map(|a| (a, sizes[a]))
+        .collect();
+    let attention = Grid::new(&attention_axes, offset)?;
+    let world = attention.world();
+    let per_replica = checked_product([etp, ep, pp]).ok_or_else(|| Error::Overflow {
+        what: format!("etp*ep*pp = {etp}*{ep}*{pp}"),
+    })?;
+    if world % per_replica != 0 {
+        return Err(Error::ExpertWorldNotDivisible {
+            world_size: world,
+            etp,
+            ep,
+            pp,
+        });
+    }
+    let edp = world / per_replica;
+    let expert_size = |a: Axis| match a {
+        Axis::Tp => etp,
+        Axis::Ep => ep,
+        Axis::Dp => edp,
+        Axis::Pp => pp,
+        _ => 1,
+    };
+    order.check_written(expert_size, expert_name)?;
+    let expert_axes: Vec<(Axis, u32)> = order
+        .axes()
+        .into_iter()
+        .map(|a| (expert_name(a), expert_size(a)))
+        .collect();
+    let expert = Grid::new(&expert_axes, offset)?;
+    if pp > 1 {
+        // "Ends in pp": no axis of size > 1 (in either grid) after pp.
+        let ends_in_pp = order
+            .axes()
+            .into_iter()
+            .skip_while(|a| *a != Axis::Pp)
+            .skip(1)
+            .all(|a| dense(a) == 1 && expert_size(a) == 1);
+        if !ends_in_pp && edp != dp {
+            return Err(Error::FoldedDpMismatch {
+                order: order.to_string(),
+                pp,
+                dp,
+                edp,
+            });
+        }
+        let (attention_stride, expert_stride) =
+            (attention.stride(Axis::Pp), expert.stride(Axis::Pp));
+        if attention_stride != expert_stride {
+            return Err(Error::FoldedPpMismatch {
+                order: order.to_string(),
+                attention_stride,
+                expert_stride,
+            });
+        }
+    }
+    Ok(Dense {
+        part: Part::Decoder,
+        sizes: Sizes { cp, edp, ..sizes },
+        order: order.clone(),
+        experts: ExpertLayout::Folded,
+        attention,
+        expert,
+    })
+}

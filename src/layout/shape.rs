@@ -1,0 +1,131 @@
+//! The shape of a layout: one dense grid with its expert view, or an
+//! encoder's and a decoder's.
+
+use std::fmt;
+
+use crate::config::ExpertLayout;
+use crate::coord::Part;
+use crate::grid::Grid;
+use crate::layout::sizes::Sizes;
+use crate::order::Order;
+use crate::plan::{GridId, View};
+
+/// Which of the three shapes a layout has.
+///
+/// ```
+/// use rank_layout::{Config, Layout, LayoutShape};
+/// let layout = Layout::new(&Config { tp: 4, encoder_tp: Some(2), ..Config::default() })?;
+/// assert_eq!(layout.shape(), LayoutShape::EncoderDecoder);
+/// assert_eq!(layout.shape().to_string(), "encoder+decoder");
+/// # Ok::<(), rank_layout::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum LayoutShape {
+    /// One grid, expert parallelism carved out of data parallelism
+    /// (Megatron-LM's 2024 `RankGenerator`).
+    Nested,
+    /// One grid with a second, folded, expert grid over the same ranks
+    /// (Megatron-Core's "MoE parallel folding").
+    Folded,
+    /// An encoder grid with its own tp and pp, then a nested decoder grid,
+    /// pipelines joined by coordinates.
+    EncoderDecoder,
+}
+
+impl LayoutShape {
+    /// `"nested"`, `"folded"` or `"encoder+decoder"`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            LayoutShape::Nested => "nested",
+            LayoutShape::Folded => "folded",
+            LayoutShape::EncoderDecoder => "encoder+decoder",
+        }
+    }
+}
+
+impl fmt::Display for LayoutShape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.name())
+    }
+}
+
+/// One dense grid and its expert view over the same ranks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Dense {
+    pub part: Part,
+    pub sizes: Sizes,
+    pub order: Order,
+    pub experts: ExpertLayout,
+    /// Axes tp, cp, dp, pp (ep dropped).
+    pub attention: Grid,
+    /// Nested: tp, cp, ep, edp = dp / ep, pp (dp split at the ep token).
+    /// Folded: etp, cp = 1, ep, edp, pp.
+    pub expert: Grid,
+}
+
+impl Dense {
+    pub fn grid(&self, view: View) -> &Grid {
+        match view {
+            View::Attention => &self.attention,
+            View::Expert => &self.expert,
+        }
+    }
+
+    pub fn id(&self, view: View) -> GridId {
+        GridId {
+            part: self.part,
+            view,
+        }
+    }
+}
+
+/// The grids of a layout.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Shape {
+    Single(Dense),
+    EncoderDecoder { encoder: Box<Dense>, decoder: Dense },
+}
+
+impl Shape {
+    pub fn name(&self) -> LayoutShape {
+        match self {
+            Shape::Single(d) if d.experts == ExpertLayout::Folded => LayoutShape::Folded,
+            Shape::Single(_) => LayoutShape::Nested,
+            Shape::EncoderDecoder { .. } => LayoutShape::EncoderDecoder,
+        }
+    }
+
+    /// The grid that is not the encoder: the decoder, or the only grid.
+    pub fn main(&self) -> &Dense {
+        match self {
+            Shape::Single(d) | Shape::EncoderDecoder { decoder: d, .. } => d,
+        }
+    }
+
+    pub fn encoder(&self) -> Option<&Dense> {
+        match self {
+            Shape::EncoderDecoder { encoder, .. } => Some(encoder),
+            Shape::Single(_) => None,
+        }
+    }
+
+    /// The grid holding `rank` (the encoder's ranks come first).
+    pub fn dense_of(&self, rank: u32) -> &Dense {
+        match self.encoder() {
+            Some(e) if e.attention.contains(rank) => e,
+            _ => self.main(),
+        }
+    }
+
+    pub fn offset(&self) -> u32 {
+        self.encoder().unwrap_or(self.main()).attention.offset()
+    }
+
+    /// Every rank: both grids.
+    pub fn world(&self) -> u32 {
+        let encoder = self.encoder().map_or(0, |e| e.attention.world());
+        // Checked when the layout was built.
+        encoder.wrapping_add(self.main().attention.world())
+    }
+}
