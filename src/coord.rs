@@ -48,14 +48,6 @@ pub enum Part {
 }
 
 impl Part {
-    /// Encoder 0, decoder 1: for tables indexed by part.
-    pub(crate) const fn index(self) -> usize {
-        match self {
-            Part::Encoder => 0,
-            Part::Decoder => 1,
-        }
-    }
-
     /// `"encoder"` or `"decoder"`.
     pub const fn name(self) -> &'static str {
         match self {

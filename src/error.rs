@@ -187,19 +187,24 @@ pub enum Error {
         edp: u32,
     },
 
-    /// Distributed-optimizer groups would mix tensor or expert shards.
+    /// Distributed-optimizer instances that do not fit the grids: the
+    /// intra- and inter-instance groups would not be what they claim (see
+    /// [`DistOptProblem`]).
     #[error(
-        "dist_opt_instances ({instances}) needs {first} before {second} in order {order:?} (counting axes of size > 1): otherwise the intra/inter groups mix {first} shards"
+        "dist_opt_instances ({instances}) with order {order:?}: {problem} (the dp-cp axes of the dense grid end at place value {dp_cp_end}, the expert grid's edp axis at {edp_end}; they must end together and the top contiguous dp-cp run must be a multiple of {instances}: reorder so that dp and cp are adjacent and end where edp ends, or change dist_opt_instances)"
     )]
-    DistOptOrder {
+    DistOptInconsistent {
         /// The number of instances.
         instances: u32,
         /// The order string.
         order: String,
-        /// The axis that must come first.
-        first: Axis,
-        /// The axis that must come after it.
-        second: Axis,
+        /// The first condition that fails.
+        problem: DistOptProblem,
+        /// The place value (a rank distance) where the dense grid's dp and cp
+        /// digits end.
+        dp_cp_end: u64,
+        /// The place value where the expert grid's edp digit ends.
+        edp_end: u64,
     },
 
     /// An expert layout name other than `nested` or `folded`.
@@ -293,3 +298,34 @@ pub enum Error {
 
 /// The crate's `Result`.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Which consistency condition of distributed-optimizer instances fails
+/// (see [`Error::DistOptInconsistent`] and the
+/// [semantics](crate::semantics)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum DistOptProblem {
+    /// A dp-cp-intra group spans several optimizer instances.
+    IntraSpansInstances,
+    /// A dp-cp-inter group leaves its dp-cp group (it would mix tensor or
+    /// pipeline shards).
+    InterLeavesDpCp,
+    /// The dp-cp-inter groups are not the strided slices of the dp-cp groups.
+    InterNotStrided,
+}
+
+impl std::fmt::Display for DistOptProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            DistOptProblem::IntraSpansInstances => {
+                "a dp-cp-intra group would span several optimizer instances"
+            }
+            DistOptProblem::InterLeavesDpCp => {
+                "a dp-cp-inter group would leave its dp-cp group and mix tensor or pipeline shards"
+            }
+            DistOptProblem::InterNotStrided => {
+                "the dp-cp-inter groups would not be the strided slices of the dp-cp groups"
+            }
+        })
+    }
+}

@@ -96,7 +96,7 @@ pub struct ReadmeDoctests;
 pub use axis::{Axis, AxisSet};
 pub use config::{Config, ExpertLayout};
 pub use coord::{Coord, ExpertCoord, Part, Placement};
-pub use error::{Error, Result};
+pub use error::{DistOptProblem, Error, Result};
 pub use group::{Group, Members};
 pub use kind::Kind;
 pub use layout::{Layout, LayoutShape, Membership, Sizes, SplitRound, Splits};

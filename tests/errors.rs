@@ -1,7 +1,7 @@
 //! Every invalid configuration of SPEC 4 and the issues is a typed error whose
 //! message names the offending values.
 
-use rank_layout::{Config, Error, ExpertLayout, Kind, Layout, Order};
+use rank_layout::{Config, DistOptProblem, Error, ExpertLayout, Kind, Layout, Order};
 
 fn err(c: Config) -> Error {
     Layout::new(&c).expect_err("invalid configuration")
@@ -290,8 +290,10 @@ fn dist_opt_errors() {
             edp: 6
         }
     );
-    // Megatron-Core's silent case: with order cp-dp-tp-ep-pp the inter groups
-    // would be the tp groups.
+    // Megatron-Core's silent case: with order cp-dp-tp-ep-pp the dp-cp
+    // groups are {0,1,2,3} and {4,5,6,7} but the instances are {0..3} and
+    // {4..7}: the dp-cp-intra slices [0,1],[2,3] sit in one instance, yet
+    // the inter groups ([0,4], ...) leave the dp-cp groups, mixing tp shards.
     let e = err(folded(Config {
         tp: 2,
         dp: Some(2),
@@ -300,19 +302,25 @@ fn dist_opt_errors() {
         order: order("cp-dp-tp-ep-pp"),
         ..Config::default()
     }));
-    assert!(
-        matches!(
-            e,
-            Error::DistOptOrder {
-                first: rank_layout::Axis::Tp,
-                second: rank_layout::Axis::Dp,
-                ..
-            }
-        ),
+    assert_eq!(
+        e,
+        Error::DistOptInconsistent {
+            instances: 2,
+            order: "cp-dp-tp-ep-pp".into(),
+            problem: DistOptProblem::InterLeavesDpCp,
+            dp_cp_end: 2,
+            edp_end: 4,
+        },
         "{e}"
     );
     assert!(e.to_string().contains("cp-dp-tp-ep-pp"), "{e}");
-    // Expert grid: ep after dp.
+    assert!(
+        e.to_string().contains("mix tensor or pipeline shards"),
+        "{e}"
+    );
+    // Expert grid: ep after dp, so edp (size 2) is the fastest digit and the
+    // instances are the even and the odd ranks, while the dp-cp-intra slices
+    // of the dp group [0, 1, 2, 3] are [0, 1] and [2, 3].
     let e = err(folded(Config {
         dp: Some(4),
         ep: 2,
@@ -324,13 +332,29 @@ fn dist_opt_errors() {
     assert!(
         matches!(
             e,
-            Error::DistOptOrder {
-                first: rank_layout::Axis::Ep,
-                second: rank_layout::Axis::Edp,
+            Error::DistOptInconsistent {
+                problem: DistOptProblem::IntraSpansInstances,
                 ..
             }
         ),
         "{e}"
+    );
+    // dp and cp apart (tp between them) is fine when dp ends where edp ends:
+    // the dp-cp group [0, 1, 4, 5] is sliced into [0, 1] and [4, 5], the
+    // instances are ranks 0-3 and 4-7.
+    let l = Layout::new(&folded(Config {
+        tp: 2,
+        cp: 2,
+        dp: Some(2),
+        etp: Some(2),
+        dist_opt_instances: Some(2),
+        order: order("cp-tp-dp-ep-pp"),
+        ..Config::default()
+    }))
+    .unwrap();
+    assert_eq!(
+        l.groups(Kind::DP_CP_INTRA).unwrap().to_vecs()[..2],
+        [vec![0, 1], vec![4, 5]]
     );
     // N = 1 is off: no kinds, no checks.
     let l = Layout::new(&folded(Config {

@@ -26,15 +26,11 @@ fn hash(g: &Group) -> u64 {
     h.finish()
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig::with_cases(300))]
-
-    /// `fill` writes exactly the members of the remaining groups in
-    /// enumeration order, whether the iterator is fresh or partly consumed
-    /// from either end, and refuses a short buffer without writing.
-    #[test]
-    fn fill_equals_enumeration(c in any_config(), front in 0usize..5, back in 0usize..5) {
-        let l = Layout::new(&c).unwrap();
+/// `fill` writes exactly the members of the remaining groups in
+/// enumeration order, whether the iterator is fresh or partly consumed from
+/// either end, and refuses a short buffer without writing.
+fn check_fill(l: &Layout, front: usize, back: usize) -> Result<(), TestCaseError> {
+    {
         for &kind in l.kinds() {
             let want = flat(l.groups(kind).unwrap());
             let groups = l.groups(kind).unwrap();
@@ -42,31 +38,53 @@ proptest! {
             let mut out = vec![u32::MAX; want.len() + 3];
             prop_assert_eq!(groups.fill(&mut out).unwrap(), want.len());
             prop_assert_eq!(&out[..want.len()], &want[..], "kind {}", kind);
-            prop_assert!(out[want.len()..].iter().all(|x| *x == u32::MAX), "kind {} wrote past its members", kind);
+            prop_assert!(
+                out[want.len()..].iter().all(|x| *x == u32::MAX),
+                "kind {} wrote past its members",
+                kind
+            );
 
             let mut partial = l.groups(kind).unwrap();
             let n = partial.len();
             let (front, back) = (front.min(n), back.min(n - front.min(n)));
-            for _ in 0..front { partial.next(); }
-            for _ in 0..back { partial.next_back(); }
+            for _ in 0..front {
+                partial.next();
+            }
+            for _ in 0..back {
+                partial.next_back();
+            }
             let rest = flat(partial.clone());
             let mut out = vec![0; rest.len()];
             prop_assert_eq!(partial.clone().fill(&mut out).unwrap(), rest.len());
-            prop_assert_eq!(&out, &rest, "kind {} after {} + {} groups", kind, front, back);
+            prop_assert_eq!(
+                &out,
+                &rest,
+                "kind {} after {} + {} groups",
+                kind,
+                front,
+                back
+            );
 
             if !rest.is_empty() {
                 let mut short = vec![7u32; rest.len() - 1];
                 let err = partial.fill(&mut short).unwrap_err();
-                prop_assert_eq!(err, Error::BufferTooSmall { needed: rest.len() as u64, len: rest.len() - 1 });
+                prop_assert_eq!(
+                    err,
+                    Error::BufferTooSmall {
+                        needed: rest.len() as u64,
+                        len: rest.len() - 1
+                    }
+                );
                 prop_assert!(short.iter().all(|x| *x == 7));
             }
         }
     }
+    Ok(())
+}
 
-    /// The table holds every group as a slice, in order, with one buffer.
-    #[test]
-    fn table_equals_enumeration(c in any_config(), front in 0usize..4) {
-        let l = Layout::new(&c).unwrap();
+/// The table holds every group as a slice, in order, with one buffer.
+fn check_table(l: &Layout, front: usize) -> Result<(), TestCaseError> {
+    {
         for &kind in l.kinds() {
             let want = l.groups(kind).unwrap().to_vecs();
             let table = l.groups(kind).unwrap().table().unwrap();
@@ -82,27 +100,43 @@ proptest! {
             prop_assert_eq!(back, want.iter().rev().cloned().collect::<Vec<_>>());
             prop_assert_eq!(table.members(), &want.concat()[..]);
             let sizes: BTreeSet<usize> = want.iter().map(Vec::len).collect();
-            prop_assert_eq!(table.group_len(), if sizes.len() <= 1 { Some(sizes.into_iter().next().unwrap_or(0)) } else { None });
+            prop_assert_eq!(
+                table.group_len(),
+                if sizes.len() <= 1 {
+                    Some(sizes.into_iter().next().unwrap_or(0))
+                } else {
+                    None
+                }
+            );
 
             let mut rest = l.groups(kind).unwrap();
-            for _ in 0..front.min(want.len()) { rest.next(); }
+            for _ in 0..front.min(want.len()) {
+                rest.next();
+            }
             let table = rest.table().unwrap();
-            prop_assert_eq!(table.iter().map(<[u32]>::to_vec).collect::<Vec<_>>(), want[front.min(want.len())..].to_vec());
+            prop_assert_eq!(
+                table.iter().map(<[u32]>::to_vec).collect::<Vec<_>>(),
+                want[front.min(want.len())..].to_vec()
+            );
         }
     }
+    Ok(())
+}
 
-    /// `splits` gives, for every kind and round, the rank's color and key
-    /// that the enumeration gives (group index, position), each round's
-    /// answer being one of the rank's memberships and all of them listed
-    /// once; `splits_of` gives the same for chosen kinds.
-    #[test]
-    fn splits_equal_enumeration(c in any_config()) {
-        let l = Layout::new(&c).unwrap();
+/// `splits` gives, for every kind and round, the rank's color and key that
+/// the enumeration gives (group index, position), each round's answer being
+/// one of the rank's memberships and all of them listed once; `splits_of`
+/// gives the same for chosen kinds.
+fn check_splits(l: &Layout) -> Result<(), TestCaseError> {
+    {
         let mut table: std::collections::HashMap<(Kind, u32), Vec<Split>> = Default::default();
         for &kind in l.kinds() {
             for (i, g) in l.groups(kind).unwrap().enumerate() {
                 for (k, r) in g.iter().enumerate() {
-                    table.entry((kind, r)).or_default().push(Split { color: i as u32, key: k as u32 });
+                    table.entry((kind, r)).or_default().push(Split {
+                        color: i as u32,
+                        key: k as u32,
+                    });
                 }
             }
         }
@@ -128,10 +162,36 @@ proptest! {
             prop_assert_eq!(l.splits(r).unwrap().len(), steps.len());
             let chosen = [Kind::PP, Kind::TP, Kind::PP, Kind::EMBD];
             let some: Vec<_> = l.splits_of(r, &chosen).unwrap().collect();
-            let want: Vec<_> = steps.iter().filter(|s| s.kind == Kind::PP).chain(steps.iter().filter(|s| s.kind == Kind::TP)).chain(steps.iter().filter(|s| s.kind == Kind::EMBD)).copied().collect();
+            let want: Vec<_> = steps
+                .iter()
+                .filter(|s| s.kind == Kind::PP)
+                .chain(steps.iter().filter(|s| s.kind == Kind::TP))
+                .chain(steps.iter().filter(|s| s.kind == Kind::EMBD))
+                .copied()
+                .collect();
             prop_assert_eq!(some, want);
         }
         prop_assert!(l.splits(end).is_err());
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn fill_equals_enumeration(c in any_config(), front in 0usize..5, back in 0usize..5) {
+        check_fill(&Layout::new(&c).unwrap(), front, back)?;
+    }
+
+    #[test]
+    fn table_equals_enumeration(c in any_config(), front in 0usize..4) {
+        check_table(&Layout::new(&c).unwrap(), front)?;
+    }
+
+    #[test]
+    fn splits_equal_enumeration(c in any_config()) {
+        check_splits(&Layout::new(&c).unwrap())?;
     }
 
     /// Groups are equal, and hash alike, exactly when they list the same
@@ -154,6 +214,71 @@ proptest! {
                 }
             }
         }
+    }
+}
+
+/// Layouts whose plans take every path: boxes, strided slices (a
+/// dp-cp-intra cut inside contiguous cp and dp), stacks, concatenations,
+/// joined pipelines both ways, pipeline ends over each.
+#[test]
+fn every_plan_shape() {
+    let folded = |c: Config| Config {
+        expert_layout: rank_layout::ExpertLayout::Folded,
+        ..c
+    };
+    let layouts = [
+        folded(Config {
+            cp: 2,
+            dp: Some(3),
+            etp: Some(1),
+            dist_opt_instances: Some(2),
+            ..Config::default()
+        }),
+        folded(Config {
+            tp: 2,
+            cp: 4,
+            pp: 2,
+            dp: Some(2),
+            hierarchical_cp: Some(vec![2, 2]),
+            dist_opt_instances: Some(2),
+            etp: Some(1),
+            ep: 2,
+            ..Config::default()
+        }),
+        Config {
+            tp: 4,
+            cp: 2,
+            dp: Some(2),
+            pp: 2,
+            encoder_tp: Some(2),
+            encoder_pp: Some(2),
+            order: "dp-tp-cp-pp".parse().unwrap(),
+            ..Config::default()
+        },
+        Config {
+            tp: 2,
+            cp: 2,
+            dp: Some(2),
+            pp: 3,
+            encoder_tp: Some(5),
+            encoder_pp: Some(1),
+            order: "cp-tp-dp-pp".parse().unwrap(),
+            rank_offset: 3,
+            ..Config::default()
+        },
+    ];
+    let intra = Layout::new(&layouts[0]).unwrap();
+    assert_eq!(
+        intra.groups(Kind::DP_CP_INTRA).unwrap().to_vecs(),
+        vec![vec![0, 1, 2], vec![3, 4, 5]]
+    );
+    for c in &layouts {
+        let l = Layout::new(c).unwrap();
+        for (front, back) in [(0, 0), (1, 0), (0, 1), (2, 3)] {
+            check_fill(&l, front, back).unwrap();
+            check_table(&l, front).unwrap();
+        }
+        check_splits(&l).unwrap();
     }
 }
 

@@ -14,11 +14,12 @@
 //!   etp-ep-pp groups `m` at a time.
 
 use crate::axis::{Axis, AxisSet};
-use crate::error::{Error, Result};
+use crate::error::{DistOptProblem, Error, Result};
 use crate::kind::Kind;
 use crate::layout::shape::Dense;
 use crate::math::saturating_product;
 use crate::plan::{Boxes, Plan, Slices, View};
+use crate::segment::Digit;
 
 /// Most hierarchical context-parallel levels.
 const MAX_LEVELS: usize = 64;
@@ -67,7 +68,9 @@ pub(crate) fn masked(dense: &Dense, view: View, axes: &[Axis]) -> Option<Boxes> 
 }
 
 /// `boxes` refined by position (see [`Boxes::refine`]): boxes again when
-/// the cuts fall on digit boundaries, strided slices otherwise.
+/// the cuts fall on digit boundaries (hcp and the edp families always cut
+/// one axis at divisors of its size), strided slices otherwise (a dp-cp
+/// group whose cut falls inside a run of contiguous dp and cp digits).
 fn refined(boxes: Boxes, unit: u32, span: u32) -> Plan {
     match boxes.refine(unit, span) {
         Some(b) => Plan::Boxes(b),
@@ -88,10 +91,67 @@ pub(crate) fn hierarchical_cp(dense: &Dense, levels: &[u32], level: u8) -> Optio
     ))
 }
 
-/// Checks divisibility and the order rule of distributed-optimizer instances.
+/// A digit of a grid as the place values `[lo, hi)` it covers: its value is
+/// `(r / lo) % (hi / lo)`; a size-1 digit has `hi = lo`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Span {
+    lo: u64,
+    hi: u64,
+}
+
+impl Span {
+    fn of(d: Option<Digit>) -> Span {
+        let d = d.unwrap_or(Digit { size: 1, stride: 1 });
+        let lo = u64::from(d.stride.max(1));
+        Span {
+            lo,
+            hi: lo * u64::from(d.size.max(1)),
+        }
+    }
+
+    fn trivial(self) -> bool {
+        self.hi <= self.lo
+    }
+
+    /// The low `size` values of this digit.
+    fn low(self, size: u64) -> Span {
+        Span {
+            lo: self.lo,
+            hi: self.lo * size,
+        }
+    }
+
+    /// Whether the value of `other` never changes when only this digit's
+    /// value does (and the other way round): one lies wholly below the
+    /// other at a boundary that divides (`hi | other.lo` or `other.hi | lo`).
+    fn independent(self, other: Span) -> bool {
+        self.trivial() || other.trivial() || other.lo % self.hi == 0 || self.lo % other.hi == 0
+    }
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
+
+/// Checks divisibility and consistency of distributed-optimizer instances.
+///
+/// With `N` instances and `m = edp / N`, instance `i` is the ranks whose
+/// expert-grid edp coordinate lies in `[i*m, (i+1)*m)`, that is the digit
+/// `[U, V)` of the local rank with `V = stride(edp) * edp` and `U = V / N`.
+/// The layout is consistent when every dp-cp-intra and edp-intra group lies
+/// in one instance, every dp-cp-inter group lies in one dp-cp group with one
+/// member per instance, and the inter groups are exactly the strided slices
+/// `g[a::len(g)/N]` of the dp-cp groups. That holds exactly when the
+/// attention grid's top dp-cp digit `y` (the upper of dp and cp, merged with
+/// the lower one when nothing of size > 1 lies between them) ends at `V`
+/// and `N` divides its size: then `[U, V)` is a piece of `y`, and slicing
+/// the dp-cp groups cuts exactly at instance boundaries. When it fails, the
+/// first failing condition is named; each is decided from the digits'
+/// place values (a digit leaves another unchanged exactly when one lies
+/// below the other at a dividing boundary). O(axes).
 ///
 /// # Errors
-/// [`Error::DistOptNotDivisible`], [`Error::DistOptOrder`].
+/// [`Error::DistOptNotDivisible`], [`Error::DistOptInconsistent`].
 pub(crate) fn check_dist_opt(instances: u32, dense: &Dense) -> Result<()> {
     if instances <= 1 {
         return Ok(());
@@ -106,32 +166,56 @@ pub(crate) fn check_dist_opt(instances: u32, dense: &Dense) -> Result<()> {
             edp,
         });
     }
-    let axes = dense.order.axes();
-    let position = |a: Axis| axes.iter().position(|x| *x == a).unwrap_or(axes.len());
-    let bad = |first: Axis, second: Axis| Error::DistOptOrder {
+    let n = u64::from(instances);
+    let attention = &dense.attention;
+    let v = Span::of(dense.expert.digit(Axis::Edp)).hi;
+    let instance = Span { lo: v / n, hi: v };
+    // The dp and cp digits of the attention grid, lower first, merged into
+    // `y` when one is trivial or they are contiguous.
+    let (dp, cp) = (
+        Span::of(attention.digit(Axis::Dp)),
+        Span::of(attention.digit(Axis::Cp)),
+    );
+    let (x, y) = if cp.lo < dp.lo { (cp, dp) } else { (dp, cp) };
+    let (x, y) = if x.trivial() {
+        (y.low(1), y)
+    } else if y.trivial() || x.hi == y.lo {
+        let top = if y.trivial() { x.hi } else { y.hi };
+        (x.low(1), Span { lo: x.lo, hi: top })
+    } else {
+        (x, y)
+    };
+    let (nx, ny) = (x.hi / x.lo, y.hi / y.lo);
+    let problem = if y.hi == v && ny % n == 0 {
+        return Ok(());
+    } else {
+        // The length of a dp-cp-intra slice, in positions of the dp-cp group.
+        let q = u64::from(dp_cp / instances);
+        let intra_inside = if q % nx == 0 {
+            x.independent(instance) && y.low(q / nx).independent(instance)
+        } else if nx % q == 0 {
+            x.low(q).independent(instance)
+        } else {
+            x.independent(instance) && y.low(q / gcd(q, nx)).independent(instance)
+        };
+        let inter_inside = [Axis::Tp, Axis::Pp]
+            .into_iter()
+            .all(|a| Span::of(attention.digit(a)).independent(instance));
+        if !intra_inside {
+            DistOptProblem::IntraSpansInstances
+        } else if !inter_inside {
+            DistOptProblem::InterLeavesDpCp
+        } else {
+            DistOptProblem::InterNotStrided
+        }
+    };
+    Err(Error::DistOptInconsistent {
         instances,
         order: dense.order.to_string(),
-        first,
-        second,
-    };
-    if sizes.tp > 1 {
-        for (axis, size) in [(Axis::Cp, sizes.cp), (Axis::Dp, sizes.dp)] {
-            if size > 1 && position(axis) < position(Axis::Tp) {
-                return Err(bad(Axis::Tp, axis));
-            }
-        }
-    }
-    if edp > 1 {
-        for (token, axis, size) in [
-            (Axis::Tp, Axis::Etp, sizes.etp),
-            (Axis::Ep, Axis::Ep, sizes.ep),
-        ] {
-            if size > 1 && position(Axis::Dp) < position(token) {
-                return Err(bad(axis, Axis::Edp));
-            }
-        }
-    }
-    Ok(())
+        problem,
+        dp_cp_end: y.hi,
+        edp_end: v,
+    })
 }
 
 /// The plan of a distributed-optimizer kind over a folded `dense` grid

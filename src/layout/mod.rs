@@ -81,8 +81,9 @@ pub struct Layout {
     /// The layout's kinds and their plans, resolved once.
     kinds: Vec<Kind>,
     plans: Vec<Resolved>,
-    /// Every (kind, round), for [`Layout::splits`].
-    steps: Vec<splits::Step>,
+    /// Every (kind, round), for [`Layout::splits`]: for encoder ranks, then
+    /// for decoder ranks.
+    steps: [Vec<splits::Step>; 2],
 }
 
 impl PartialEq for Layout {
@@ -118,7 +119,7 @@ impl Layout {
     /// - [`Error::ExpertWorldNotDivisible`], [`Error::FoldedDpMismatch`],
     ///   [`Error::FoldedPpMismatch`] (folded experts);
     /// - [`Error::HierarchicalCpProduct`], [`Error::DistOptNotDivisible`],
-    ///   [`Error::DistOptOrder`], [`Error::NeedsFolded`], [`Error::NotWithEncoder`];
+    ///   [`Error::DistOptInconsistent`], [`Error::NeedsFolded`], [`Error::NotWithEncoder`];
     /// - [`Error::Overflow`] when a size product or the last rank exceeds `u32`.
     pub fn new(config: &Config) -> Result<Layout> {
         let (shape, families) = build::build(config)?;
@@ -127,7 +128,8 @@ impl Layout {
             .iter()
             .map(|kind| resolve::resolve(&shape, &families, *kind).map(Resolved::new))
             .collect::<Result<Vec<_>>>()?;
-        let steps = splits::steps(kinds.iter().copied().zip(&plans));
+        let steps = [Part::Encoder, Part::Decoder]
+            .map(|part| splits::steps(part, kinds.iter().copied().zip(&plans)));
         Ok(Layout {
             config: build::resolved(config, &shape),
             shape,
@@ -423,10 +425,16 @@ impl Layout {
     /// # Ok::<(), rank_layout::Error>(())
     /// ```
     pub fn splits(&self, rank: u32) -> Result<Splits<'_>> {
+        let view = self.view(rank)?;
+        let [encoder, decoder] = &self.steps;
+        let steps = match view.part {
+            Part::Encoder => encoder,
+            Part::Decoder => decoder,
+        };
         Ok(Splits::new(
-            Cow::Borrowed(&self.steps),
+            Cow::Borrowed(steps),
             splits::Plans::Layout(&self.plans),
-            self.view(rank)?,
+            view,
         ))
     }
 
@@ -444,11 +452,15 @@ impl Layout {
                 plans.push(self.plan(*kind)?);
             }
         }
-        let steps = splits::steps(chosen.into_iter().zip(plans.iter().map(|p| &**p)));
+        let view = self.view(rank)?;
+        let steps = splits::steps(
+            view.part,
+            chosen.into_iter().zip(plans.iter().map(|p| &**p)),
+        );
         Ok(Splits::new(
             Cow::Owned(steps),
             splits::Plans::Chosen(plans),
-            self.view(rank)?,
+            view,
         ))
     }
 
@@ -478,11 +490,10 @@ impl Layout {
         let view = self.view(rank)?;
         let dense = self.dense(view.part)?;
         let read = |v: View, axis: Axis| {
-            let coords = view.coords.get(v as usize);
             dense
                 .grid(v)
                 .position(axis)
-                .and_then(|i| coords?.get(i).copied())
+                .and_then(|i| view.of(v).get(i).copied())
                 .unwrap_or(0)
         };
         let tensor = match dense.experts {

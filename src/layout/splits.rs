@@ -3,7 +3,9 @@
 use std::borrow::Cow;
 use std::iter::FusedIterator;
 
+use crate::coord::Part;
 use crate::kind::Kind;
+use crate::plan::dot::Side;
 use crate::plan::{RankView, Resolved};
 use crate::split::Split;
 
@@ -22,25 +24,45 @@ pub struct SplitRound {
     pub split: Option<Split>,
 }
 
-/// One (kind, round) to answer, and the plan that answers it.
+/// How one step is answered for the ranks of one part.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum How {
+    /// Multiply-adds of the coordinates.
+    Dot(Side),
+    /// The part's ranks are in no group of the kind.
+    Nothing,
+    /// Through plan `plans[i]`.
+    Plan(usize),
+}
+
+/// One (kind, round) to answer for the ranks of one part, and how (the dot
+/// form inline, so that the walk touches one array).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct Step {
     kind: Kind,
     round: u32,
     rounds: u32,
-    plan: usize,
+    how: How,
 }
 
-/// Every (kind, round) of `plans`, kinds in order, rounds ascending.
-pub(crate) fn steps<'p>(plans: impl IntoIterator<Item = (Kind, &'p Resolved)>) -> Vec<Step> {
+/// Every (kind, round) of `plans` for the ranks of `part`, kinds in order,
+/// rounds ascending.
+pub(crate) fn steps<'p>(
+    part: Part,
+    plans: impl IntoIterator<Item = (Kind, &'p Resolved)>,
+) -> Vec<Step> {
     let mut out = Vec::new();
     for (i, (kind, plan)) in plans.into_iter().enumerate() {
         let rounds = plan.rounds();
+        let how = match plan.dot() {
+            Some(dot) => dot.side(part).map_or(How::Nothing, |side| How::Dot(*side)),
+            None => How::Plan(i),
+        };
         out.extend((0..rounds).map(|round| Step {
             kind,
             round,
             rounds,
-            plan: i,
+            how,
         }));
     }
     out
@@ -96,12 +118,16 @@ impl Iterator for Splits<'_> {
 
     #[inline]
     fn next(&mut self) -> Option<SplitRound> {
-        let step = *self.steps.get(self.next)?;
+        let step = self.steps.get(self.next)?;
         self.next += 1;
-        let split = self
-            .plans
-            .get(step.plan)
-            .and_then(|plan| plan.locate(&self.view, step.round));
+        let split = match &step.how {
+            How::Dot(side) => side.locate(&self.view),
+            How::Nothing => None,
+            How::Plan(i) => self
+                .plans
+                .get(*i)
+                .and_then(|plan| plan.locate(&self.view, step.round)),
+        };
         Some(SplitRound {
             kind: step.kind,
             round: step.round,

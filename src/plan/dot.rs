@@ -3,101 +3,50 @@
 //! For every plan made of box families (the masked groups of a grid, a
 //! stack of an encoder's and a decoder's, their concatenation, their
 //! pipeline ends) a rank's group index and position are dot products of
-//! its coordinates with fixed weights. [`Dot`] keeps those weights so that
-//! [`Layout::splits`](crate::Layout::splits) answers each kind with a few
-//! multiply-adds and no dispatch through the plan.
+//! its coordinates with fixed weights. [`Dot`] keeps those weights, per part
+//! of the layout, so that [`Layout::splits`](crate::Layout::splits) answers
+//! each kind with a few multiply-adds and no dispatch through the plan.
 
+use crate::coord::Part;
 use crate::plan::boxes::{Weights, dot};
-use crate::plan::{Boxes, Plan, RankView};
+use crate::plan::{Boxes, Plan, RankView, View};
 use crate::split::Split;
 
-/// How the ranks of one part find their group: the dot product of the
-/// coordinates of view `view` with `weights`, then the shifts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-struct Side {
-    present: bool,
-    view: usize,
+/// How the ranks of one part find their group: the dot product of their
+/// coordinates in view `view` with `weights`, then the shifts; for
+/// pipeline ends, only the first position (and the last, `last_key`, if
+/// kept) is a member.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct Side {
+    view: View,
     weights: Weights,
     color_shift: u32,
     key_shift: u32,
+    /// Pipeline ends: the last position of a pipeline (`u32::MAX`: every
+    /// position is a member) and whether the last stage is kept.
+    last_key: u32,
+    keep_last: bool,
 }
 
 impl Side {
     fn of(b: &Boxes, color_shift: u32, key_shift: u32) -> Option<Side> {
         Some(Side {
-            present: true,
-            view: b.grid().view as usize,
+            view: b.grid().view,
             weights: b.weights()?,
             color_shift,
             key_shift,
-        })
-    }
-}
-
-/// The locate of a one-round plan as dot products, per part of the layout.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) struct Dot {
-    /// Indexed by [`Part::index`](crate::coord::Part): encoder, decoder.
-    sides: [Side; 2],
-    /// Pipeline ends: the last position of a pipeline (`u32::MAX`: all
-    /// members, no ends) and whether the last stage is kept.
-    last_key: u32,
-    keep_last: bool,
-}
-
-impl Dot {
-    /// The dot form of `plan`, when it has one.
-    pub fn of(plan: &Plan) -> Option<Dot> {
-        let mut dot = Dot {
-            sides: [Side::default(); 2],
             last_key: u32::MAX,
             keep_last: false,
-        };
-        let mut put = |b: &Boxes, color_shift, key_shift| -> Option<()> {
-            *dot.sides.get_mut(b.grid().part.index())? = Side::of(b, color_shift, key_shift)?;
-            Some(())
-        };
-        let mut ends = None;
-        match plan {
-            Plan::Boxes(b) => put(b, 0, 0)?,
-            Plan::Ends(e) => {
-                let Plan::Boxes(b) = &e.pipelines else {
-                    return None;
-                };
-                put(b, 0, 0)?;
-                ends = Some((b.size() - 1, e.last));
-            }
-            Plan::Stack(p) => {
-                let (Plan::Boxes(a), Plan::Boxes(b)) = (&p.first, &p.second) else {
-                    return None;
-                };
-                put(a, 0, 0)?;
-                put(b, a.count(), 0)?;
-            }
-            Plan::Concat(p) => {
-                put(&p.first, 0, 0)?;
-                put(&p.second, 0, p.first.size())?;
-            }
-            Plan::Slices(_) | Plan::Joined(_) => return None,
-        }
-        if let Some((last_key, keep_last)) = ends {
-            dot.last_key = last_key;
-            dot.keep_last = keep_last;
-        }
-        Some(dot)
+        })
     }
 
-    /// The group and position of the rank seen by `view`, if any.
+    /// The group and position of the rank seen by `view` (of this part), if any.
     #[inline]
     pub fn locate(&self, view: &RankView) -> Option<Split> {
-        let side = self.sides.get(view.part.index())?;
-        if !side.present {
-            return None;
-        }
-        let coords = view.coords.get(side.view)?;
-        let s = dot(coords, &side.weights);
-        let color = s.color.wrapping_add(side.color_shift);
-        let key = s.key.wrapping_add(side.key_shift);
+        let coords = view.coords.get(self.view as usize)?;
+        let s = dot(coords, &self.weights);
+        let color = s.color.wrapping_add(self.color_shift);
+        let key = s.key.wrapping_add(self.key_shift);
         if self.last_key == u32::MAX || key == 0 {
             Some(Split { color, key })
         } else if self.keep_last && key == self.last_key {
@@ -105,5 +54,72 @@ impl Dot {
         } else {
             None
         }
+    }
+}
+
+/// The locate of a one-round plan as dot products, per part of the layout
+/// (`None`: the part's ranks are in no group).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct Dot {
+    encoder: Option<Side>,
+    decoder: Option<Side>,
+}
+
+impl Dot {
+    /// The dot form of `plan`, when it has one.
+    pub fn of(plan: &Plan) -> Option<Dot> {
+        let mut dot = Dot {
+            encoder: None,
+            decoder: None,
+        };
+        let mut put = |b: &Boxes, color_shift, key_shift, ends: Option<bool>| -> Option<()> {
+            let mut side = Side::of(b, color_shift, key_shift)?;
+            if let Some(keep_last) = ends {
+                side.last_key = b.size() - 1;
+                side.keep_last = keep_last;
+            }
+            let slot = match b.grid().part {
+                Part::Encoder => &mut dot.encoder,
+                Part::Decoder => &mut dot.decoder,
+            };
+            *slot = Some(side);
+            Some(())
+        };
+        match plan {
+            Plan::Boxes(b) => put(b, 0, 0, None)?,
+            Plan::Ends(e) => {
+                let Plan::Boxes(b) = &e.pipelines else {
+                    return None;
+                };
+                put(b, 0, 0, Some(e.last))?;
+            }
+            Plan::Stack(p) => {
+                let (Plan::Boxes(a), Plan::Boxes(b)) = (&p.first, &p.second) else {
+                    return None;
+                };
+                put(a, 0, 0, None)?;
+                put(b, a.count(), 0, None)?;
+            }
+            Plan::Concat(p) => {
+                put(&p.first, 0, 0, None)?;
+                put(&p.second, 0, p.first.size(), None)?;
+            }
+            Plan::Slices(_) | Plan::Joined(_) => return None,
+        }
+        Some(dot)
+    }
+
+    /// How the ranks of `part` are located.
+    pub fn side(&self, part: Part) -> Option<&Side> {
+        match part {
+            Part::Encoder => self.encoder.as_ref(),
+            Part::Decoder => self.decoder.as_ref(),
+        }
+    }
+
+    /// The group and position of the rank seen by `view`, if any.
+    #[inline]
+    pub fn locate(&self, view: &RankView) -> Option<Split> {
+        self.side(view.part)?.locate(view)
     }
 }

@@ -8,7 +8,7 @@
 //! splits all go through it, so they cannot disagree.
 
 pub(crate) mod boxes;
-mod dot;
+pub(crate) mod dot;
 mod fill;
 mod groups;
 pub(crate) mod pp_group_mapper;
@@ -50,24 +50,34 @@ pub(crate) struct GridId {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct RankView {
     pub part: Part,
+    /// By [`View`]: attention, expert.
     pub coords: [Coords; 2],
 }
 
 impl RankView {
+    /// The coordinates in view `view` of the rank's grid.
+    #[inline]
+    pub fn of(&self, view: View) -> &Coords {
+        let [attention, expert] = &self.coords;
+        match view {
+            View::Attention => attention,
+            View::Expert => expert,
+        }
+    }
+
     /// The coordinates in `grid`, or `None` when the rank is not in it.
     #[inline]
     pub fn coords(&self, grid: GridId) -> Option<&Coords> {
-        if grid.part != self.part {
-            return None;
-        }
-        self.coords.get(grid.view as usize)
+        (grid.part == self.part).then(|| self.of(grid.view))
     }
 }
 
 /// Each group of a [`Boxes`] with positions `p = a + b*unit + c*unit*span`
 /// refined into groups that fix `(a, c)` and run over `b`, listed per group
 /// with `c` slower than `a`: the refinements whose cuts do not fall on digit
-/// boundaries (see [`Boxes::refine`]), which are not boxes themselves.
+/// boundaries (see [`Boxes::refine`]), which are not boxes themselves. With
+/// dp = 3 after cp = 2 and two distributed-optimizer instances, the dp-cp
+/// group `[0, 1, 2, 3, 4, 5]` is cut into `[0, 1, 2]` and `[3, 4, 5]`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct Slices {
     pub boxes: Boxes,
@@ -154,6 +164,11 @@ impl Resolved {
 
     pub fn rounds(&self) -> u32 {
         self.rounds
+    }
+
+    /// The dot form, if the plan has one (then it has one round).
+    pub fn dot(&self) -> Option<&Dot> {
+        self.dot.as_ref()
     }
 
     /// [`Plan::locate`], through the dot form when there is one.

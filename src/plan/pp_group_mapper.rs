@@ -129,6 +129,18 @@ impl BlockMap {
     fn round(&self, w: u32) -> u32 {
         w - self.blocks.range(self.blocks.block_of(w)).start
     }
+
+    /// The pipeline of round `round` among `pairs`, the pipelines of one
+    /// index of a side (`wide`: the wide side, so one pipeline; otherwise
+    /// a whole block, one pipeline per round).
+    fn in_round(&self, pairs: Range<u32>, wide: bool, round: u32) -> Option<u32> {
+        if wide {
+            (self.round(pairs.start) == round).then_some(pairs.start)
+        } else {
+            let w = pairs.start + round;
+            (w < pairs.end).then_some(w)
+        }
+    }
 }
 
 /// One digit of the pipeline index shared by both grids (a cp or dp axis):
@@ -331,11 +343,11 @@ impl PpGroupMapper {
 
     /// The joined pipeline of round `round` holding the rank seen by `view`.
     pub fn locate(&self, view: &RankView, round: u32) -> Option<Split> {
-        let find = |pairs: Range<u32>| pairs.into_iter().find(|w| self.map.round(*w) == round);
+        let wide = self.map.decoder_wide;
         if let Some(coords) = view.coords(self.decoder.grid()) {
             let s = self.decoder.locate(coords);
             let (_, t, _) = self.digits(s.color, self.tp);
-            let w = find(self.map.decoder_pairs(t))?;
+            let w = self.map.in_round(self.map.decoder_pairs(t), wide, round)?;
             return Some(Split {
                 color: self.joined_index(s.color, w),
                 key: self.encoder.size() + s.key,
@@ -344,7 +356,7 @@ impl PpGroupMapper {
         let coords = view.coords(self.encoder.grid())?;
         let s = self.encoder.locate(coords);
         let (_, e, _) = self.digits(s.color, self.encoder_tp);
-        let w = find(self.map.encoder_pairs(e))?;
+        let w = self.map.in_round(self.map.encoder_pairs(e), !wide, round)?;
         let (t, _) = self.map.sides(w);
         Some(Split {
             color: self.joined_index(self.decoder_group(s.color, t), w),
