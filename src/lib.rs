@@ -87,6 +87,7 @@ pub mod semantics;
 #[cfg(feature = "serde")]
 mod serde_layout;
 mod split;
+mod topology;
 
 /// The README's Rust examples, compiled and run as doctests.
 #[cfg(doctest)]
@@ -99,7 +100,8 @@ pub use coord::{Coord, ExpertCoord, Part, Placement};
 pub use error::{DistOptProblem, Error, Result};
 pub use group::{Group, Members};
 pub use kind::Kind;
-pub use layout::{Layout, LayoutShape, Membership, Sizes, SplitRound, Splits};
+pub use layout::{Layout, LayoutShape, Membership, Sizes, SplitRound, Splits, Spread};
 pub use order::Order;
 pub use plan::{GroupTable, Groups, TableIter};
 pub use split::Split;
+pub use topology::Topology;

@@ -10,6 +10,7 @@ mod resolve;
 mod shape;
 mod sizes;
 mod splits;
+mod spread;
 
 use std::borrow::Cow;
 use std::fmt;
@@ -17,6 +18,7 @@ use std::fmt;
 pub use shape::LayoutShape;
 pub use sizes::Sizes;
 pub use splits::{SplitRound, Splits};
+pub use spread::Spread;
 
 use crate::axis::Axis;
 use crate::config::Config;

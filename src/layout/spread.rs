@@ -1,0 +1,168 @@
+//! How the groups of a kind fall on nodes and domains.
+
+use std::collections::BTreeMap;
+
+use crate::error::Result;
+use crate::kind::Kind;
+use crate::layout::Layout;
+use crate::plan::{Boxes, Plan};
+use crate::topology::Topology;
+
+/// How the groups of one kind fall on the nodes and domains of a
+/// [`Topology`].
+///
+/// Created by [`Layout::spread`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Spread {
+    /// The number of groups.
+    pub groups: u32,
+    /// Members of the largest group.
+    pub size: u32,
+    /// Groups whose members are on more than one node.
+    pub cross_node_groups: u32,
+    /// The most nodes one group spans.
+    pub max_nodes_per_group: u32,
+    /// Groups whose members are in more than one domain (with domains).
+    pub cross_domain_groups: Option<u32>,
+    /// The most domains one group spans (with domains).
+    pub max_domains_per_group: Option<u32>,
+}
+
+/// Groups crossing a boundary every `unit` ranks, and the most units one spans.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Count {
+    crossing: u64,
+    most: u32,
+}
+
+impl Count {
+    fn add(self, other: Count) -> Count {
+        Count {
+            crossing: self.crossing + other.crossing,
+            most: self.most.max(other.most),
+        }
+    }
+}
+
+/// The number of distinct `rank / unit` among ascending-or-not `ranks`.
+fn units(ranks: &mut [u32], unit: u32) -> u32 {
+    ranks.sort_unstable();
+    let mut n = 0u32;
+    let mut last = None;
+    for r in ranks.iter() {
+        let u = r / unit;
+        if last != Some(u) {
+            n += 1;
+            last = Some(u);
+        }
+    }
+    n
+}
+
+/// From the strides: the units a group spans depend only on its first
+/// member modulo `unit` (the members' offsets from it are the same in every
+/// group), and the first members' residues follow from the group digits
+/// whose stride is not a multiple of `unit` (a small table, built digit by
+/// digit). So each residue class is counted once, with one representative
+/// group, instead of listing every group.
+fn boxes(b: &Boxes, unit: u32) -> Count {
+    let steps = b.group_steps();
+    // residue of a first member -> (groups with it, one group index with it)
+    let mut residues: BTreeMap<u32, (u64, u32)> = BTreeMap::new();
+    residues.insert(b.base(0) % unit, (1, 0));
+    let mut weight = 1u32;
+    for d in &steps {
+        let stride = d.stride % unit;
+        if stride == 0 {
+            for v in residues.values_mut() {
+                v.0 *= u64::from(d.size);
+            }
+        } else {
+            let mut next: BTreeMap<u32, (u64, u32)> = BTreeMap::new();
+            for (r, (count, index)) in &residues {
+                for k in 0..d.size {
+                    let residue = ((u64::from(*r) + u64::from(k) * u64::from(stride))
+                        % u64::from(unit)) as u32;
+                    let e = next.entry(residue).or_insert((0, index + k * weight));
+                    e.0 += count;
+                }
+            }
+            residues = next;
+        }
+        weight = weight.wrapping_mul(d.size);
+    }
+    let mut members = vec![0u32; b.size() as usize];
+    let mut out = Count::default();
+    for (count, index) in residues.values() {
+        b.segment(*index).fill(&mut members);
+        let n = units(&mut members, unit);
+        if n > 1 {
+            out.crossing += count;
+        }
+        out.most = out.most.max(n);
+    }
+    out
+}
+
+/// By listing every group.
+fn listed(plan: &Plan, unit: u32) -> Count {
+    let mut out = Count::default();
+    let mut members = Vec::new();
+    for i in 0..plan.count() {
+        let group = plan.group(i);
+        members.resize(group.len(), 0);
+        group.fill_into(&mut members);
+        let n = units(&mut members, unit);
+        if n > 1 {
+            out.crossing += 1;
+        }
+        out.most = out.most.max(n);
+    }
+    out
+}
+
+fn count(plan: &Plan, unit: u32) -> Count {
+    match plan {
+        Plan::Boxes(b) => boxes(b, unit),
+        Plan::Stack(p) => count(&p.first, unit).add(count(&p.second, unit)),
+        other => listed(other, unit),
+    }
+}
+
+impl Layout {
+    /// How the groups of `kind` fall on the nodes (and domains) of
+    /// `topology`: how many cross a node boundary, and the most nodes one
+    /// spans.
+    ///
+    /// Computed from the grid's strides (each residue of a group's first
+    /// rank modulo the node size once) for the grid kinds; the joined
+    /// encoder + decoder kinds and pipeline ends are listed.
+    ///
+    /// # Errors
+    /// [`Error::KindNotInLayout`](crate::Error::KindNotInLayout).
+    ///
+    /// # Example
+    /// ```
+    /// use rank_layout::{Config, Kind, Layout, Topology};
+    /// // tp=16 on 8-GPU nodes: every tp group spans 2 nodes.
+    /// let layout = Layout::new(&Config { tp: 16, world_size: Some(64), ..Config::default() })?;
+    /// let tp = layout.spread(Kind::TP, &Topology::new(8, None)?)?;
+    /// assert_eq!((tp.groups, tp.cross_node_groups, tp.max_nodes_per_group), (4, 4, 2));
+    /// # Ok::<(), rank_layout::Error>(())
+    /// ```
+    pub fn spread(&self, kind: Kind, topology: &Topology) -> Result<Spread> {
+        let resolved = self.plan(kind)?;
+        let plan = &resolved.plan;
+        let to_u32 = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
+        let nodes = count(plan, topology.gpus_per_node());
+        let domains = topology.gpus_per_domain().map(|g| count(plan, g));
+        Ok(Spread {
+            groups: plan.count(),
+            size: plan.runs().iter().map(|r| r.len).max().unwrap_or(0),
+            cross_node_groups: to_u32(nodes.crossing),
+            max_nodes_per_group: nodes.most,
+            cross_domain_groups: domains.map(|d| to_u32(d.crossing)),
+            max_domains_per_group: domains.map(|d| d.most),
+        })
+    }
+}

@@ -1,0 +1,140 @@
+//! Where groups fall on nodes and domains: hand-checked cases, and
+//! `Layout::spread` against a brute-force count over the enumerated groups
+//! for random layouts, offsets and node sizes.
+
+mod common;
+
+use std::collections::BTreeSet;
+
+use proptest::prelude::*;
+use rank_layout::{Config, Kind, Layout, Spread, Topology};
+
+use common::any_config;
+
+fn layout(c: Config) -> Layout {
+    Layout::new(&c).unwrap()
+}
+
+/// The spread by definition: every group listed, its distinct nodes counted.
+fn brute_force(l: &Layout, kind: Kind, t: &Topology) -> Spread {
+    let groups = l.groups(kind).unwrap().to_vecs();
+    let count = |unit: u32| {
+        let spans: Vec<usize> = groups
+            .iter()
+            .map(|g| g.iter().map(|r| r / unit).collect::<BTreeSet<_>>().len())
+            .collect();
+        (
+            spans.iter().filter(|n| **n > 1).count() as u32,
+            spans.iter().copied().max().unwrap_or(0) as u32,
+        )
+    };
+    let (cross, most) = count(t.gpus_per_node());
+    let domains = t.gpus_per_domain().map(count);
+    Spread {
+        groups: groups.len() as u32,
+        size: groups.iter().map(Vec::len).max().unwrap_or(0) as u32,
+        cross_node_groups: cross,
+        max_nodes_per_group: most,
+        cross_domain_groups: domains.map(|d| d.0),
+        max_domains_per_group: domains.map(|d| d.1),
+    }
+}
+
+#[test]
+fn tp_16_on_8_gpu_nodes_spans_two_nodes() {
+    let l = layout(Config {
+        tp: 16,
+        pp: 2,
+        world_size: Some(64),
+        ..Config::default()
+    });
+    let s = l
+        .spread(Kind::TP, &Topology::new(8, None).unwrap())
+        .unwrap();
+    assert_eq!(s.groups, 4);
+    assert_eq!(s.size, 16);
+    assert_eq!(s.cross_node_groups, 4);
+    assert_eq!(s.max_nodes_per_group, 2);
+    assert_eq!(s.cross_domain_groups, None);
+}
+
+#[test]
+fn dp_first_makes_tp_cross_nodes() {
+    // 256 GPUs, tp=8 pp=4 cp=2 (dp = 4): with tp first, every tp group is one
+    // node; with dp first, tp neighbours are dp*... ranks apart.
+    let t = Topology::new(8, None).unwrap();
+    let good = layout(Config {
+        tp: 8,
+        pp: 4,
+        cp: 2,
+        world_size: Some(256),
+        order: "tp-cp-dp-pp".parse().unwrap(),
+        ..Config::default()
+    });
+    let s = good.spread(Kind::TP, &t).unwrap();
+    assert_eq!((s.cross_node_groups, s.max_nodes_per_group), (0, 1));
+    let bad = layout(Config {
+        tp: 8,
+        pp: 4,
+        cp: 2,
+        world_size: Some(256),
+        order: "dp-tp-cp-pp".parse().unwrap(),
+        ..Config::default()
+    });
+    let s = bad.spread(Kind::TP, &t).unwrap();
+    // dp = 4: a tp group is ranks d, d+4, ..., d+28: four nodes.
+    assert_eq!(
+        (s.groups, s.cross_node_groups, s.max_nodes_per_group),
+        (32, 32, 4)
+    );
+}
+
+#[test]
+fn rank_offset_shifts_nodes() {
+    // tp=8 groups start at rank 4: each straddles two nodes.
+    let l = layout(Config {
+        tp: 8,
+        world_size: Some(32),
+        rank_offset: 4,
+        ..Config::default()
+    });
+    let s = l
+        .spread(Kind::TP, &Topology::new(8, None).unwrap())
+        .unwrap();
+    assert_eq!((s.cross_node_groups, s.max_nodes_per_group), (4, 2));
+}
+
+#[test]
+fn domains_of_an_nvl72_rack() {
+    // ep=16 groups of the expert grid: 72 GPUs per domain (9 nodes of 8).
+    let l = layout(Config {
+        tp: 4,
+        ep: 16,
+        world_size: Some(576),
+        ..Config::default()
+    });
+    let t = Topology::new(8, Some(9)).unwrap();
+    let s = l.spread(Kind::EP, &t).unwrap();
+    assert_eq!(s, brute_force(&l, Kind::EP, &t));
+    assert_eq!(s.max_nodes_per_group, 8);
+    assert!(s.cross_domain_groups.unwrap() > 0);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// For every kind of random layouts, node sizes and domain sizes, the
+    /// stride computation equals the count over the enumerated groups.
+    #[test]
+    fn spread_equals_brute_force(
+        c in any_config(),
+        gpus in prop_oneof![Just(1u32), Just(2), Just(3), Just(4), Just(8)],
+        nodes in prop_oneof![Just(None), Just(Some(2u32)), Just(Some(3))],
+    ) {
+        let l = Layout::new(&c).unwrap();
+        let t = Topology::new(gpus, nodes).unwrap();
+        for &kind in l.kinds() {
+            prop_assert_eq!(l.spread(kind, &t).unwrap(), brute_force(&l, kind, &t), "kind {}", kind);
+        }
+    }
+}
