@@ -268,6 +268,35 @@ pub enum Error {
         end: u64,
     },
 
+    /// A negative rank where a process rank was expected.
+    #[error("rank {rank} is negative: no process has it")]
+    NegativeRank {
+        /// The rank given.
+        rank: i64,
+    },
+
+    /// A communicator with fewer processes than the layout has ranks.
+    #[error(
+        "the communicator has {size} processes but the layout needs {needed} (ranks {first}..{needed}): start as many processes, or set world_size and rank_offset to fit"
+    )]
+    CommTooSmall {
+        /// Processes in the communicator.
+        size: i64,
+        /// `rank_offset + world_size`.
+        needed: u64,
+        /// The layout's first rank.
+        first: u32,
+    },
+
+    /// Communicators of a kind were asked for but not built.
+    #[error(
+        "no communicators of kind {kind} were built; pass it to split_kinds (split_all builds every kind)"
+    )]
+    KindNotBuilt {
+        /// The kind.
+        kind: Kind,
+    },
+
     /// A coordinate outside its axis.
     #[error("coordinate {axis} = {value} is outside 0..{size}")]
     CoordOutOfRange {

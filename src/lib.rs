@@ -56,8 +56,9 @@
 //!
 //! - `serde`: `Serialize`/`Deserialize` for [`Config`], [`Order`], [`Kind`]
 //!   and [`Layout`] (deserializing a layout re-validates it).
-//! - `mpi`: build real communicators with `MPI_Comm_split` (needs an MPI
-//!   library such as Open MPI).
+//! - `mpi`: build real communicators with `MPI_Comm_split`
+//!   ([`Layout::split_all`]; needs an MPI library such as Open MPI). The
+//!   module `mpi` re-exports the rsmpi crate it is built against.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 #![cfg_attr(
@@ -80,6 +81,8 @@ mod kind;
 mod layout;
 mod math;
 pub mod megatron;
+#[cfg(feature = "mpi")]
+pub mod mpi;
 mod order;
 mod plan;
 mod segment;

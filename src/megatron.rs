@@ -4,20 +4,23 @@
 //!
 //! | Megatron-LM (`parallel_state.py`) or DeviceMesh | rank-layout |
 //! | --- | --- |
-//! | `RankGenerator(tp, ep, dp, pp, cp, order, rank_offset)` | [`RankGenerator::new`](crate::RankGenerator::new), or [`Layout::new`](crate::Layout::new) with a [`Config`](crate::Config) |
+//! | `RankGenerator(tp, ep, dp, pp, cp, order, rank_offset)` | [`Layout::new`](crate::Layout::new) with a [`Config`](crate::Config) |
 //! | `generate_masked_orthogonal_rank_groups(world, sizes, mask)` | [`Layout::groups`](crate::Layout::groups) of a [`Kind::Axes`](crate::Kind::Axes) |
 //! | `get_ranks("tp-dp")` | `layout.groups("tp-dp".parse()?)` |
 //! | `get_ranks("dp", independent_ep=True)` | [`Kind::DP_MOD_EP`](crate::Kind::DP_MOD_EP) (`dp-mod-ep`) |
 //! | `get_ranks("dp-cp", independent_ep=True)` | [`Kind::DP_CP_MOD_EP`](crate::Kind::DP_CP_MOD_EP) |
 //! | `expert_tensor_parallel_size`, `expert_decoder_rank_generator` | [`ExpertLayout::Folded`](crate::ExpertLayout::Folded), `etp` |
-//! | `_EMBEDDING_GROUP`, `_POSITION_EMBEDDING_GROUP` | [`Kind::Embd`](crate::Kind::Embd), [`Kind::PosEmbd`](crate::Kind::PosEmbd) |
+//! | `_EMBEDDING_GROUP`, `_POSITION_EMBEDDING_GROUP` | [`Kind::EMBD`](crate::Kind::EMBD), [`Kind::POS_EMBD`](crate::Kind::POS_EMBD) |
+//! | `hierarchical_context_parallel_sizes` | `hierarchical_cp`, kinds [`Kind::hcp`](crate::Kind::hcp) |
+//! | `num_distributed_optimizer_instances` | `dist_opt_instances`, [`Kind::DP_CP_INTRA`](crate::Kind::DP_CP_INTRA) and friends |
 //! | `get_tensor_model_parallel_rank()` | [`Layout::placement`](crate::Layout::placement)`(rank)?.coord.tp` |
 //! | `get_pipeline_model_parallel_next_rank()` | [`Layout::pipeline_next`](crate::Layout::pipeline_next) (a list; no wrap-around) |
 //! | `is_pipeline_first_stage()` / `is_pipeline_last_stage()` | [`Layout::is_first_stage`](crate::Layout::is_first_stage) / [`Layout::is_last_stage`](crate::Layout::is_last_stage) |
 //! | `is_rank_in_embedding_group()` | [`Layout::is_embedding_rank`](crate::Layout::is_embedding_rank) |
-//! | `torch.distributed.new_group(ranks)` on every rank, every group | [`Layout::comm_split`](crate::Layout::comm_split): one `MPI_Comm_split(color, key)` per kind |
+//! | `torch.distributed.new_group(ranks)` on every rank, for every group of every kind | [`Layout::splits`](crate::Layout::splits): this rank's color and key for every kind, O(axes) each; with the `mpi` feature `Layout::split_all` builds the communicators with one `MPI_Comm_split` per kind and round |
 //! | `DeviceMesh(mesh).get_coordinate()` | [`Layout::placement`](crate::Layout::placement) (O(axes), no mesh scan) |
 //! | `mesh["tp"].mesh.tolist()` on one rank | `layout.memberships(rank, Kind::TP)?[0].group.to_vec()` |
+//! | `mesh.mesh.reshape(...)` for every group at once | [`Groups::fill`](crate::Groups::fill) or [`Groups::table`](crate::Groups::table) |
 //!
 //! # Conventions
 //!
@@ -31,22 +34,23 @@
 //!
 //! # Differences from Megatron-LM
 //!
+//! Each is explained in [`semantics`](crate::semantics).
+//!
 //! - **Encoder + decoder pipelines are joined by coordinates.** Megatron-LM
 //!   2024 paired encoder and decoder pp groups by list position
 //!   (`zip(cycle(encoder_groups), decoder_groups)`), which joins an encoder
 //!   rank of one CP slice or DP replica to a decoder rank of another when
 //!   cp * dp > 1. Its 2025 block fix still does when cp or dp precedes tp in
-//!   the order, or when `tp % encoder_tp != 0` with cp * dp > 1. rank-layout
-//!   joins by (cp, dp) coordinates for every order
-//!   ([`pp_group_mapper`](crate::pp_group_mapper)).
+//!   the order, or when `tp % encoder_tp != 0` with cp * dp > 1.
 //! - `encoder_tp > tp` (rejected by Megatron-LM) is supported: decoder ranks
 //!   fan in from several encoder ranks.
 //! - Pipeline neighbours are lists and do not wrap around from the last
 //!   stage to the first.
 //! - Folded layout: "order ends in pp" ignores axes of size 1 written after
-//!   pp (Megatron-LM compares the order string); distributed-optimizer
-//!   instances are refused when the order would make the intra/inter groups
-//!   mix tensor or expert shards (Megatron-Core does not check it).
+//!   pp (Megatron-LM compares the order string).
+//! - Distributed-optimizer instances are refused exactly when the intra and
+//!   inter groups would not be what they claim (Megatron-Core does not
+//!   check it).
 //! - `encoder_pp = 0` is an error rather than "no encoder": leave both
 //!   encoder sizes out for a decoder-only layout.
 //! - Every check is a typed [`Error`](crate::Error), not an `assert`.

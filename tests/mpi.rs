@@ -1,178 +1,297 @@
-//! Real communicators (feature `mpi`): under `mpirun -n 16`, every kind of
-//! several layouts is split with `MPI_Comm_split`, and each communicator's
-//! members, gathered over MPI, must be the group's ranks in group order.
+//! Real communicators (feature `mpi`), under `mpirun` at 8, 16 and 32
+//! processes: every communicator `Layout::split_all` builds must be the
+//! group `memberships` names (members gathered over MPI, in order; rank =
+//! key), pipeline neighbours must be the layout's, processes outside a
+//! smaller layout get none; the launcher example checks its communicators,
+//! refuses a layout larger than the world on every rank, and a rank that
+//! panics ends the whole job with a non-zero status instead of a hang.
 //!
-//! Run by `cargo test --features mpi --test mpi`: this binary starts itself
-//! under `mpirun` (Open MPI) and reports the child's result. Without
-//! `mpirun` it fails; it never skips.
+//! Run by `cargo test --features mpi,serde --test mpi`: this binary starts
+//! itself under `mpirun` (Open MPI) for each scenario and checks what the
+//! job printed and how it ended. Every job runs under a deadline of its
+//! own, so a hang fails the test. Without `mpirun` it fails; it never skips.
 
-use std::process::{Command, ExitCode};
+use std::io::Read;
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
 
-use mpi::topology::{Communicator, SimpleCommunicator};
-use mpi::traits::*;
+use rank_layout::mpi::collective::SystemOperation;
+use rank_layout::mpi::topology::{Communicator, SimpleCommunicator};
+use rank_layout::mpi::traits::*;
 use rank_layout::{Config, ExpertLayout, Layout};
 
-const PROCESSES: i32 = 16;
-const CHILD: &str = "RANK_LAYOUT_MPI_CHILD";
+#[allow(dead_code)]
+#[path = "../examples/mpi_launcher.rs"]
+mod launcher;
 
-fn layouts() -> Vec<(&'static str, Config)> {
-    vec![
+/// Which child a process of a job is: `suite` or `launcher`.
+const MODE: &str = "RANK_LAYOUT_MPI_MODE";
+/// The longest a job may take before it counts as hung.
+const DEADLINE: Duration = Duration::from_secs(300);
+
+fn folded(c: Config) -> Config {
+    Config {
+        expert_layout: ExpertLayout::Folded,
+        ..c
+    }
+}
+
+/// The membership suite for a job of `processes` processes: a dense layout
+/// with every axis > 1 (from 16 processes), folded with distributed-optimizer
+/// instances and hierarchical cp, encoder + decoder fan-out and fan-in, and
+/// layouts smaller than the world (the processes past them get nothing).
+fn layouts(processes: u32) -> Vec<(&'static str, Config)> {
+    let mut out = vec![
         (
-            "nested tp2 cp2 ep2 dp2 pp2",
+            "encoder+decoder fan-out tp2 etp1 cp2",
             Config {
                 tp: 2,
                 cp: 2,
-                ep: 2,
-                dp: Some(2),
-                pp: 2,
-                ..Config::default()
-            },
-        ),
-        (
-            "nested order pp-dp-tp-cp, offset 2",
-            Config {
-                tp: 2,
-                cp: 3,
-                pp: 2,
-                dp: Some(1),
-                order: "pp-dp-tp-cp".parse().unwrap(),
-                rank_offset: 2,
-                ..Config::default()
-            },
-        ),
-        (
-            "folded etp1 ep4 dist-opt 2, hcp [2]",
-            Config {
-                tp: 2,
-                cp: 2,
-                dp: Some(4),
-                ep: 4,
-                etp: Some(1),
-                expert_layout: ExpertLayout::Folded,
-                dist_opt_instances: Some(2),
-                hierarchical_cp: Some(vec![2]),
-                ..Config::default()
-            },
-        ),
-        (
-            "encoder+decoder fan-out tp4 etp2 cp2",
-            Config {
-                tp: 4,
-                cp: 2,
-                encoder_tp: Some(2),
+                encoder_tp: Some(1),
                 encoder_pp: Some(1),
                 ..Config::default()
             },
         ),
         (
-            "encoder+decoder fan-in tp1 etp3 dp2 pp2",
+            "encoder+decoder fan-in tp1 etp3 pp2",
             Config {
                 tp: 1,
-                dp: Some(2),
                 pp: 2,
                 encoder_tp: Some(3),
                 encoder_pp: Some(1),
                 ..Config::default()
             },
         ),
-    ]
+        (
+            "half the world, tp2, offset 1",
+            Config {
+                tp: 2,
+                world_size: Some(processes / 2),
+                rank_offset: 1,
+                ..Config::default()
+            },
+        ),
+    ];
+    match processes {
+        8 => out.extend([
+            (
+                "dense tp2 cp2 pp2, order pp-tp-cp-dp",
+                Config {
+                    tp: 2,
+                    cp: 2,
+                    pp: 2,
+                    world_size: Some(8),
+                    order: "pp-tp-cp-dp".parse().unwrap(),
+                    ..Config::default()
+                },
+            ),
+            (
+                "folded cp2 dp4 ep2 etp1, dist-opt 2, hcp [2]",
+                folded(Config {
+                    cp: 2,
+                    dp: Some(4),
+                    ep: 2,
+                    etp: Some(1),
+                    dist_opt_instances: Some(2),
+                    hierarchical_cp: Some(vec![2]),
+                    ..Config::default()
+                }),
+            ),
+        ]),
+        16 => out.extend([
+            (
+                "dense tp2 cp2 ep2 pp2 dp2",
+                Config {
+                    tp: 2,
+                    cp: 2,
+                    ep: 2,
+                    pp: 2,
+                    world_size: Some(16),
+                    ..Config::default()
+                },
+            ),
+            (
+                "folded tp2 cp2 dp4 ep4 etp1, dist-opt 2, hcp [2]",
+                folded(Config {
+                    tp: 2,
+                    cp: 2,
+                    dp: Some(4),
+                    ep: 4,
+                    etp: Some(1),
+                    dist_opt_instances: Some(2),
+                    hierarchical_cp: Some(vec![2]),
+                    ..Config::default()
+                }),
+            ),
+            (
+                "encoder+decoder fan-in tp1 etp3 dp2 pp2",
+                Config {
+                    tp: 1,
+                    dp: Some(2),
+                    pp: 2,
+                    encoder_tp: Some(3),
+                    encoder_pp: Some(1),
+                    ..Config::default()
+                },
+            ),
+        ]),
+        _ => out.extend([
+            (
+                "dense tp2 cp2 ep2 pp2 dp4",
+                Config {
+                    tp: 2,
+                    cp: 2,
+                    ep: 2,
+                    pp: 2,
+                    world_size: Some(32),
+                    ..Config::default()
+                },
+            ),
+            (
+                "folded tp2 cp2 dp8 ep4 etp1, dist-opt 2, hcp [2]",
+                folded(Config {
+                    tp: 2,
+                    cp: 2,
+                    dp: Some(8),
+                    ep: 4,
+                    etp: Some(1),
+                    dist_opt_instances: Some(2),
+                    hierarchical_cp: Some(vec![2]),
+                    ..Config::default()
+                }),
+            ),
+            (
+                "encoder+decoder fan-out tp4 etp2 cp2 dp2",
+                Config {
+                    tp: 4,
+                    cp: 2,
+                    dp: Some(2),
+                    encoder_tp: Some(2),
+                    encoder_pp: Some(1),
+                    ..Config::default()
+                },
+            ),
+            (
+                "encoder+decoder fan-in tp2 etp5 pp2 dp2, order dp-tp-pp",
+                Config {
+                    tp: 2,
+                    dp: Some(2),
+                    pp: 2,
+                    encoder_tp: Some(5),
+                    encoder_pp: Some(1),
+                    order: "dp-tp-pp".parse().unwrap(),
+                    ..Config::default()
+                },
+            ),
+        ]),
+    }
+    out
 }
 
-/// Gathers every member's world rank and compares with the group.
-fn check(
-    world: &SimpleCommunicator,
-    comm: &SimpleCommunicator,
-    want: &[u32],
-    key: u32,
-    what: &str,
-) -> Result<(), String> {
-    let size = usize::try_from(comm.size()).unwrap_or(0);
-    if size != want.len() {
-        return Err(format!(
-            "{what}: communicator of {size} ranks, group {want:?}"
-        ));
+/// Checks every communicator of this process against the layout.
+fn check_layout(world: &SimpleCommunicator, layout: &Layout) -> Result<(), String> {
+    let me = world.rank() as u32;
+    let comms = layout.split_all(world).map_err(|e| e.to_string())?;
+    let inside = me >= layout.rank_offset() && u64::from(me) < layout.rank_end();
+    if comms.rank() != inside.then_some(me) {
+        return Err(format!("rank() is {:?}", comms.rank()));
     }
-    if comm.rank() as u32 != key {
-        return Err(format!(
-            "{what}: rank {} in communicator, key {key}",
-            comm.rank()
-        ));
+    for &kind in layout.kinds() {
+        let got = comms.get(kind).map_err(|e| e.to_string())?;
+        let want = if inside {
+            layout.memberships(me, kind).map_err(|e| e.to_string())?
+        } else {
+            Vec::new()
+        };
+        let got_slots: Vec<(u32, u32, Vec<u32>)> = got
+            .iter()
+            .map(|g| (g.index, g.key, g.world_ranks()))
+            .collect();
+        let want_slots: Vec<(u32, u32, Vec<u32>)> = want
+            .iter()
+            .map(|m| (m.index, m.key, m.group.to_vec()))
+            .collect();
+        if got_slots != want_slots {
+            return Err(format!(
+                "{kind}: built {got_slots:?}, memberships {want_slots:?}"
+            ));
+        }
+        for g in got {
+            let members = g.world_ranks();
+            if g.comm.size() as usize != members.len() || g.comm.rank() as u32 != g.key {
+                return Err(format!(
+                    "{kind}: size {} rank {} for key {} of {members:?}",
+                    g.comm.size(),
+                    g.comm.rank(),
+                    g.key
+                ));
+            }
+            let mut gathered = vec![0i32; members.len()];
+            g.comm.all_gather_into(&world.rank(), &mut gathered[..]);
+            let gathered: Vec<u32> = gathered.into_iter().map(|r| r as u32).collect();
+            if gathered != members {
+                return Err(format!("{kind}: gathered {gathered:?}, group {members:?}"));
+            }
+        }
     }
-    let mut got = vec![0i32; size];
-    comm.all_gather_into(&world.rank(), &mut got[..]);
-    let got: Vec<u32> = got.into_iter().map(|r| r as u32).collect();
-    if got != want {
-        return Err(format!("{what}: members {got:?}, group {want:?}"));
+    if inside {
+        let sorted = |mut v: Vec<u32>| {
+            v.sort_unstable();
+            v
+        };
+        let peers = |p: rank_layout::Result<Vec<rank_layout::mpi::Peer<'_>>>| {
+            sorted(p.unwrap_or_default().iter().map(|p| p.world_rank).collect())
+        };
+        let next = peers(comms.pipeline_next());
+        let prev = peers(comms.pipeline_prev());
+        let want_next = sorted(layout.pipeline_next(me).map_err(|e| e.to_string())?);
+        let want_prev = sorted(layout.pipeline_prev(me).map_err(|e| e.to_string())?);
+        if next != want_next || prev != want_prev {
+            return Err(format!(
+                "neighbours next {next:?} prev {prev:?}, layout {want_next:?} {want_prev:?}"
+            ));
+        }
+        // The neighbour's rank in its communicator is its key there.
+        for p in comms.pipeline_next().unwrap_or_default() {
+            let g = comms
+                .get(rank_layout::Kind::PP)
+                .unwrap_or_default()
+                .iter()
+                .find(|g| std::ptr::eq(&g.comm, p.comm));
+            let at = g.and_then(|g| g.group.get(p.rank as usize));
+            if at != Some(p.world_rank) {
+                return Err(format!(
+                    "peer {p:?} is not member {} of its pipeline",
+                    p.rank
+                ));
+            }
+        }
     }
     Ok(())
 }
 
-fn child() -> ExitCode {
-    let universe = mpi::initialize().expect("MPI initializes");
-    let world = universe.world();
-    // A panic on one rank would hang the others in a collective: abort all.
-    let default_hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        default_hook(info);
-        SimpleCommunicator::world().abort(101);
-    }));
-    let me = world.rank() as u32;
+fn suite(world: &SimpleCommunicator) -> ExitCode {
     let (mut passed, mut failed) = (0u32, 0u32);
-    for (name, config) in layouts() {
-        let layout = Layout::new(&config).expect("valid layout");
-        for kind in layout.kinds() {
-            let what = format!("{name}, kind {kind}, rank {me}");
-            let comms = layout.split_rounds(&world, kind).expect("split");
-            let mut result = Ok(());
-            if layout.comm_split_rounds(kind).unwrap() == 1 {
-                let single = layout.split(&world, kind).expect("split");
-                if single.is_some() == comms.is_empty() {
-                    result = Err(format!("{what}: split and split_rounds disagree"));
-                }
-            }
-            let want: Vec<(u32, u32)> = match layout.placement(me) {
-                Ok(_) => layout
-                    .memberships(me, kind)
-                    .unwrap()
-                    .iter()
-                    .map(|m| (m.index, m.key))
-                    .collect(),
-                Err(_) => Vec::new(),
-            };
-            let mut got: Vec<(u32, u32)> = comms.iter().map(|g| (g.index, g.key)).collect();
-            got.sort();
-            let mut sorted = want.clone();
-            sorted.sort();
-            if result.is_ok() && got != sorted {
-                result = Err(format!("{what}: joined {got:?}, memberships {sorted:?}"));
-            }
-            for g in &comms {
-                if result.is_ok() {
-                    let members = layout
-                        .groups(kind)
-                        .unwrap()
-                        .nth(g.index as usize)
-                        .unwrap()
-                        .to_vec();
-                    result = check(&world, &g.comm, &members, g.key, &what);
-                }
-            }
-            // Count on rank 0 once everyone is done with this kind.
-            let ok = i32::from(result.is_ok());
-            let mut all = vec![0i32; world.size() as usize];
-            world.all_gather_into(&ok, &mut all[..]);
-            if let Err(e) = &result {
-                eprintln!("FAILED {e}");
-            }
-            if all.iter().all(|v| *v == 1) {
-                passed += 1;
-            } else {
-                failed += 1;
-            }
+    for (name, config) in layouts(world.size() as u32) {
+        let layout = Layout::new(&config).expect("a valid layout");
+        let result = check_layout(world, &layout);
+        if let Err(e) = &result {
+            eprintln!("FAILED {name}, process {}: {e}", world.rank());
+        }
+        let mut all_ok = 0i32;
+        world.all_reduce_into(
+            &i32::from(result.is_ok()),
+            &mut all_ok,
+            SystemOperation::min(),
+        );
+        if all_ok == 1 {
+            passed += 1;
+        } else {
+            failed += 1;
         }
     }
-    if me == 0 {
-        println!("mpi: {passed} passed, {failed} failed");
+    if world.rank() == 0 {
+        println!("suite: {passed} passed, {failed} failed");
     }
     if failed == 0 {
         ExitCode::SUCCESS
@@ -181,47 +300,256 @@ fn child() -> ExitCode {
     }
 }
 
-fn parent() -> ExitCode {
-    let exe = std::env::current_exe().expect("own path");
-    let out = Command::new("mpirun")
-        .args([
-            "--allow-run-as-root",
-            "--oversubscribe",
-            "--timeout",
-            "600",
-            "-n",
-        ])
-        .arg(PROCESSES.to_string())
-        .arg(&exe)
-        .env(CHILD, "1")
-        .output();
-    let out = match out {
-        Ok(out) => out,
-        Err(e) => {
-            eprintln!(
-                "cannot run mpirun ({e}): install Open MPI (apt-get install openmpi-bin libopenmpi-dev)"
-            );
-            return ExitCode::FAILURE;
-        }
+/// What a job printed and how it ended.
+struct Job {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+    took: Duration,
+}
+
+/// Runs this binary as `mode` on `n` processes under `mpirun`, with `args`
+/// and extra environment variables, killing it past [`DEADLINE`].
+fn job(n: u32, mode: &str, args: &[&str], env: &[(&str, &str)]) -> Result<Job, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut cmd = Command::new("mpirun");
+    cmd.args([
+        "--allow-run-as-root",
+        "--oversubscribe",
+        "--timeout",
+        "280",
+        "-n",
+    ])
+    .arg(n.to_string())
+    .args(["-x", MODE]);
+    for (k, _) in env {
+        cmd.args(["-x", k]);
+    }
+    cmd.arg(&exe).args(args).env(MODE, mode);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let start = Instant::now();
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| {
+            format!("cannot run mpirun ({e}): install Open MPI (apt-get install openmpi-bin libopenmpi-dev)")
+        })?;
+    let mut out = child.stdout.take();
+    let mut err = child.stderr.take();
+    let reader = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            if let Some(mut p) = pipe {
+                let _ = p.read_to_string(&mut s);
+            }
+            s
+        })
     };
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    print!("{stdout}");
-    eprint!("{stderr}");
-    let summary = stdout.lines().find(|l| l.starts_with("mpi: "));
-    match summary {
-        Some(line) if out.status.success() && line.ends_with(" 0 failed") => ExitCode::SUCCESS,
-        _ => {
-            eprintln!("mpirun exited with {}", out.status);
-            ExitCode::FAILURE
+    let stdout = reader(out.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let stderr = reader(err.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let status = loop {
+        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
+            break status;
         }
+        if start.elapsed() > DEADLINE {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!(
+                "{mode} {args:?} on {n} processes hung past {DEADLINE:?}"
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    Ok(Job {
+        code: status.code(),
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+        took: start.elapsed(),
+    })
+}
+
+/// One scenario: its name and a check of the job it runs.
+type Scenario = (String, Box<dyn Fn() -> Result<(), String>>);
+
+fn scenarios() -> Vec<Scenario> {
+    let mut out: Vec<Scenario> = Vec::new();
+    for n in [8u32, 16, 32] {
+        out.push((
+            format!("membership suite on {n} processes"),
+            Box::new(move || {
+                let j = job(n, "suite", &[], &[])?;
+                let want = format!("suite: {} passed, 0 failed", layouts(n).len());
+                if j.code == Some(0) && j.stdout.contains(&want) {
+                    Ok(())
+                } else {
+                    Err(format!("exit {:?}\n{}\n{}", j.code, j.stdout, j.stderr))
+                }
+            }),
+        ));
+    }
+    let dense = "--tp 2 --cp 2 --ep 2 --pp 2 --world-size 32";
+    out.push((
+        "launcher, dense tp2 cp2 ep2 pp2 dp4 on 32 processes, --verbose".into(),
+        Box::new(move || {
+            let args: Vec<&str> = dense.split(' ').chain(["--verbose"]).collect();
+            let j = job(32, "launcher", &args, &[])?;
+            let lines = j.stdout.lines().filter(|l| l.starts_with("rank ")).count();
+            if j.code == Some(0) && lines == 32 && j.stdout.contains(" 0 mismatches") {
+                Ok(())
+            } else {
+                Err(format!(
+                    "exit {:?}, {lines} rank lines\n{}\n{}",
+                    j.code, j.stdout, j.stderr
+                ))
+            }
+        }),
+    ));
+    out.push((
+        "launcher, encoder+decoder fan-in on 16 processes".into(),
+        Box::new(|| {
+            let args = [
+                "--tp",
+                "1",
+                "--pp",
+                "2",
+                "--dp",
+                "2",
+                "--encoder-tp",
+                "3",
+                "--order",
+                "tp-dp-pp",
+            ];
+            let j = job(16, "launcher", &args, &[])?;
+            if j.code == Some(0) && j.stdout.contains("(10 in the layout of 10 ranks") {
+                Ok(())
+            } else {
+                Err(format!("exit {:?}\n{}\n{}", j.code, j.stdout, j.stderr))
+            }
+        }),
+    ));
+    out.push((
+        "launcher, a layout of 64 ranks on 32 processes fails on every rank".into(),
+        Box::new(|| {
+            let j = job(32, "launcher", &["--tp", "2", "--world-size", "64"], &[])?;
+            let said = "the communicator has 32 processes but the layout needs 64";
+            if j.code.is_some_and(|c| c != 0)
+                && j.stderr.contains(said)
+                && j.took < Duration::from_secs(120)
+            {
+                Ok(())
+            } else {
+                Err(format!(
+                    "exit {:?} after {:?}\n{}\n{}",
+                    j.code, j.took, j.stdout, j.stderr
+                ))
+            }
+        }),
+    ));
+    out.push((
+        "launcher, a layout of 16 ranks on 32 processes: the others get none".into(),
+        Box::new(|| {
+            let j = job(
+                32,
+                "launcher",
+                &["--tp", "2", "--pp", "2", "--world-size", "16", "--verbose"],
+                &[],
+            )?;
+            let outside = j
+                .stdout
+                .lines()
+                .filter(|l| l.contains("outside the layout"))
+                .count();
+            if j.code == Some(0)
+                && outside == 16
+                && j.stdout.contains("(16 in the layout of 16 ranks")
+            {
+                Ok(())
+            } else {
+                Err(format!(
+                    "exit {:?}, {outside} outside\n{}\n{}",
+                    j.code, j.stdout, j.stderr
+                ))
+            }
+        }),
+    ));
+    out.push((
+        "launcher, rank 5 panics after its communicators: the job ends non-zero".into(),
+        Box::new(|| {
+            let args = [
+                "--tp",
+                "2",
+                "--cp",
+                "2",
+                "--ep",
+                "2",
+                "--pp",
+                "2",
+                "--world-size",
+                "16",
+            ];
+            let j = job(16, "launcher", &args, &[("RANK_LAYOUT_FAULT_RANK", "5")])?;
+            if j.code.is_some_and(|c| c != 0)
+                && j.stderr.contains("injected fault on rank 5")
+                && j.took < Duration::from_secs(120)
+            {
+                Ok(())
+            } else {
+                Err(format!(
+                    "exit {:?} after {:?}\n{}\n{}",
+                    j.code, j.took, j.stdout, j.stderr
+                ))
+            }
+        }),
+    ));
+    out
+}
+
+fn parent() -> ExitCode {
+    let (mut passed, mut failed) = (0, 0);
+    for (name, check) in scenarios() {
+        let start = Instant::now();
+        match check() {
+            Ok(()) => {
+                passed += 1;
+                println!("ok     {name} ({:.1} s)", start.elapsed().as_secs_f64());
+            }
+            Err(e) => {
+                failed += 1;
+                println!(
+                    "FAILED {name} ({:.1} s)\n{e}",
+                    start.elapsed().as_secs_f64()
+                );
+            }
+        }
+    }
+    println!("mpi: {passed} passed, {failed} failed");
+    if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
     }
 }
 
 fn main() -> ExitCode {
-    if std::env::var_os(CHILD).is_some() {
-        child()
-    } else {
-        parent()
+    match std::env::var(MODE).as_deref() {
+        Ok("suite") => {
+            let universe = rank_layout::mpi::initialize().expect("MPI initializes");
+            launcher::abort_on_panic();
+            let code = suite(&universe.world());
+            drop(universe);
+            code
+        }
+        Ok("launcher") => {
+            let universe = rank_layout::mpi::initialize().expect("MPI initializes");
+            launcher::abort_on_panic();
+            let args: Vec<String> = std::env::args().skip(1).collect();
+            let code = launcher::run(&universe.world(), &args);
+            drop(universe);
+            ExitCode::from(code)
+        }
+        _ => parent(),
     }
 }

@@ -1,0 +1,220 @@
+//! A process's communicators, built by [`Layout::split_all`].
+
+use std::fmt;
+
+use ::mpi::Rank;
+use ::mpi::topology::{Communicator, SimpleCommunicator};
+
+use crate::error::{Error, Result};
+use crate::group::Group;
+use crate::kind::Kind;
+use crate::mpi::rank::to_mpi_rank;
+
+#[cfg(doc)]
+use crate::layout::Layout;
+
+/// The communicator of one group this process is in.
+///
+/// Its rank in `comm` is `key`, its position in the group (`MPI_Comm_split`
+/// orders by key); `index` is the group's position among the kind's groups
+/// (the split's color).
+pub struct GroupComm {
+    /// The group's index among the kind's groups (the color).
+    pub index: u32,
+    /// This process's position in the group (the key, and its rank in `comm`).
+    pub key: u32,
+    /// The split round the communicator was built in (0 unless the kind's
+    /// groups overlap).
+    pub round: u32,
+    /// The group's members, as ranks of the communicator that was split.
+    pub group: Group,
+    /// The communicator.
+    pub comm: SimpleCommunicator,
+}
+
+impl GroupComm {
+    /// The group's members, as ranks of the communicator that was split.
+    pub fn world_ranks(&self) -> Vec<u32> {
+        self.group.to_vec()
+    }
+
+    /// The process at position `i` of the group, as a peer in this
+    /// communicator; `None` past the end.
+    pub fn peer(&self, i: usize) -> Option<Peer<'_>> {
+        let world_rank = self.group.get(i)?;
+        let rank = to_mpi_rank(u32::try_from(i).ok()?).ok()?;
+        Some(Peer {
+            comm: &self.comm,
+            rank,
+            world_rank,
+        })
+    }
+}
+
+impl fmt::Debug for GroupComm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GroupComm")
+            .field("index", &self.index)
+            .field("key", &self.key)
+            .field("round", &self.round)
+            .field("group", &self.group)
+            .field("size", &self.comm.size())
+            .finish()
+    }
+}
+
+/// Another process to talk to: a communicator and its rank there.
+#[derive(Clone, Copy)]
+pub struct Peer<'a> {
+    /// The communicator to send or receive on.
+    pub comm: &'a SimpleCommunicator,
+    /// The peer's rank in `comm`.
+    pub rank: Rank,
+    /// The peer's rank in the communicator that was split.
+    pub world_rank: u32,
+}
+
+impl fmt::Debug for Peer<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Peer")
+            .field("rank", &self.rank)
+            .field("world_rank", &self.world_rank)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Every communicator of one process, by kind, built by
+/// [`Layout::split_all`] or [`Layout::split_kinds`].
+///
+/// A process outside the layout (its rank below `rank_offset` or at or past
+/// `rank_offset + world_size`) took part in every split with MPI's
+/// undefined color: its [`rank`](Communicators::rank) is `None` and it has
+/// no communicators. A process in no group of a kind (`embd`, `pos-embd`
+/// off the pipeline ends) has none of that kind; a process in several
+/// (encoder + decoder fan-out or fan-in) has one per group, each built in
+/// its own split round.
+///
+/// A kind whose groups all have one member is not split at all: each
+/// member gets `MPI_COMM_SELF` (a communicator of one process).
+pub struct Communicators {
+    rank: Option<u32>,
+    kinds: Vec<(Kind, Vec<GroupComm>)>,
+}
+
+impl fmt::Debug for Communicators {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Communicators")
+            .field("rank", &self.rank)
+            .field("kinds", &self.kinds)
+            .finish()
+    }
+}
+
+impl Communicators {
+    pub(crate) fn new(rank: Option<u32>, kinds: Vec<(Kind, Vec<GroupComm>)>) -> Communicators {
+        Communicators { rank, kinds }
+    }
+
+    /// Removes and returns the communicators of `kind`.
+    pub(crate) fn take(&mut self, kind: Kind) -> Vec<GroupComm> {
+        self.kinds
+            .iter_mut()
+            .find(|(k, _)| *k == kind)
+            .map(|(_, comms)| std::mem::take(comms))
+            .unwrap_or_default()
+    }
+
+    /// This process's rank in the layout, or `None` when it is outside it.
+    pub fn rank(&self) -> Option<u32> {
+        self.rank
+    }
+
+    /// The kinds built, in the order they were split.
+    pub fn kinds(&self) -> impl Iterator<Item = Kind> + '_ {
+        self.kinds.iter().map(|(k, _)| *k)
+    }
+
+    /// Every communicator, by kind.
+    pub fn iter(&self) -> impl Iterator<Item = (Kind, &GroupComm)> + '_ {
+        self.kinds
+            .iter()
+            .flat_map(|(k, comms)| comms.iter().map(move |c| (*k, c)))
+    }
+
+    /// This process's communicators of `kind`, by ascending group index:
+    /// none, one, or (where groups overlap) several.
+    ///
+    /// # Errors
+    /// [`Error::KindNotBuilt`] when `kind` was not split.
+    pub fn get(&self, kind: Kind) -> Result<&[GroupComm]> {
+        self.kinds
+            .iter()
+            .find(|(k, _)| *k == kind)
+            .map(|(_, comms)| comms.as_slice())
+            .ok_or(Error::KindNotBuilt { kind })
+    }
+
+    /// This process's one communicator of `kind`, for a kind whose groups
+    /// do not overlap; `None` when it is in no group.
+    ///
+    /// # Errors
+    /// [`Error::KindNotBuilt`]; [`Error::OverlappingKind`] when the process
+    /// is in several groups of the kind (use [`get`](Self::get)).
+    pub fn one(&self, kind: Kind) -> Result<Option<&GroupComm>> {
+        match self.get(kind)? {
+            [] => Ok(None),
+            [one] => Ok(Some(one)),
+            many => Err(Error::OverlappingKind {
+                kind,
+                rounds: u32::try_from(many.len()).unwrap_or(u32::MAX),
+                instead: "Communicators::get",
+            }),
+        }
+    }
+
+    fn neighbours(&self, forward: bool) -> Result<Vec<Peer<'_>>> {
+        let mut out = Vec::new();
+        for g in self.get(Kind::PP)? {
+            let key = g.key as usize;
+            let other = if forward {
+                key.checked_add(1)
+            } else {
+                key.checked_sub(1)
+            };
+            if let Some(peer) = other.and_then(|i| g.peer(i)) {
+                // Overlapping pipelines share the stages past the boundary:
+                // each neighbour once, on the first pipeline that has it.
+                if !out
+                    .iter()
+                    .any(|p: &Peer<'_>| p.world_rank == peer.world_rank)
+                {
+                    out.push(peer);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The next pipeline stage(s): the communicator of a pipeline holding
+    /// this process and the next stage's rank in it. One peer inside a
+    /// pipeline, one per decoder rank fed at the encoder/decoder boundary
+    /// (fan-out), none at the last stage. Where pipelines overlap past the
+    /// boundary, each neighbour is listed once, on the first (lowest index)
+    /// pipeline holding both; the ranks are those of
+    /// [`Layout::pipeline_next`].
+    ///
+    /// # Errors
+    /// [`Error::KindNotBuilt`] when `pp` was not split.
+    pub fn pipeline_next(&self) -> Result<Vec<Peer<'_>>> {
+        self.neighbours(true)
+    }
+
+    /// The previous pipeline stage(s), as [`pipeline_next`](Self::pipeline_next)
+    /// (several at the boundary when encoder ranks fan in).
+    ///
+    /// # Errors
+    /// [`Error::KindNotBuilt`] when `pp` was not split.
+    pub fn pipeline_prev(&self) -> Result<Vec<Peer<'_>>> {
+        self.neighbours(false)
+    }
+}
