@@ -105,6 +105,7 @@ pub use group::{Group, Members};
 pub use kind::Kind;
 pub use layout::{Layout, LayoutShape, Membership, Sizes, SplitRound, Splits, Spread};
 pub use order::Order;
-pub use plan::{GroupTable, Groups, TableIter};
+pub use plan::groups::Groups;
+pub use plan::table::{GroupTable, TableIter};
 pub use split::Split;
 pub use topology::Topology;

@@ -1,4 +1,4 @@
-//! Every invalid configuration of SPEC 4 and the issues is a typed error whose
+//! Every invalid configuration (docs/semantics.md, section 6) is a typed error whose
 //! message names the offending values.
 
 use rank_layout::{Config, DistOptProblem, Error, ExpertLayout, Kind, Layout, Order};

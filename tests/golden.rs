@@ -1,5 +1,5 @@
 //! Golden layouts from documented sources: Megatron-LM's docstrings and
-//! tests, SPEC.md's worked examples, the issues' examples, and the reference
+//! tests, the worked examples of docs/semantics.md, the issues' examples, and the reference
 //! vectors in `tests/data/vectors` (copied from the project's shared spec).
 
 use rank_layout::{Config, ExpertLayout, Kind, Layout};
@@ -103,7 +103,7 @@ fn megatron_context_parallel_8_gpus() {
 
 #[test]
 fn spec_encdec_seed_case() {
-    // SPEC 3.3: tp=4, encoder_tp=2, cp=2, pp=encoder_pp=1, world 12.
+    // semantics 3.3: tp=4, encoder_tp=2, cp=2, pp=encoder_pp=1, world 12.
     let l = layout(Config {
         tp: 4,
         cp: 2,
@@ -129,7 +129,7 @@ fn spec_encdec_seed_case() {
 
 #[test]
 fn spec_megatron_encdec_expectation() {
-    // SPEC 3.3, Megatron's own test: order tp-dp-pp, encoder_tp=1,
+    // semantics 3.3, Megatron's own test: order tp-dp-pp, encoder_tp=1,
     // encoder_pp=1, tp=2, pp=1, dp=2 (6 ranks).
     let base = Config {
         tp: 2,

@@ -225,7 +225,7 @@ proptest! {
             *uses.entry(g.last().unwrap()).or_default() += 1;
         }
         // Fan-out of encoder tp index e and fan-in of decoder tp index t: the
-        // sizes of their blocks in SPEC 3.3's balanced block map.
+        // sizes of their blocks in semantics 3.3's balanced block map.
         let blocks = |n: u32, parts: u32| common::block_table(u64::from(n), u64::from(parts));
         let fan_out = |e: u32| if tp >= etp { blocks(tp, etp).iter().filter(|b| **b == u64::from(e)).count() as u32 } else { 1 };
         let fan_in = |t: u32| if etp > tp { blocks(etp, tp).iter().filter(|b| **b == u64::from(t)).count() as u32 } else { 1 };
@@ -255,7 +255,7 @@ proptest! {
         }
     }
 
-    /// Nesting of SPEC 3.4: each hcp group lies in one cp group; each
+    /// Nesting of semantics 3.4: each hcp group lies in one cp group; each
     /// dp-cp-intra group lies in one dp-cp group and one dist-opt instance;
     /// each dp-cp-inter group has one member per instance; instances
     /// partition the world into equal parts.

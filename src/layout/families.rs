@@ -18,7 +18,9 @@ use crate::error::{DistOptProblem, Error, Result};
 use crate::kind::Kind;
 use crate::layout::shape::Dense;
 use crate::math::saturating_product;
-use crate::plan::{Boxes, Plan, Slices, View};
+use crate::plan::boxes::Boxes;
+use crate::plan::view::View;
+use crate::plan::{Plan, Slices};
 use crate::segment::Digit;
 
 /// Most hierarchical context-parallel levels.

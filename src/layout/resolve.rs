@@ -7,7 +7,10 @@ use crate::error::{Error, Result};
 use crate::kind::Kind;
 use crate::layout::families::{self, Families, masked};
 use crate::layout::shape::{Dense, Shape};
-use crate::plan::{Boxes, Pair, Plan, PpGroupMapper, View};
+use crate::plan::boxes::Boxes;
+use crate::plan::pp_group_mapper::PpGroupMapper;
+use crate::plan::view::View;
+use crate::plan::{Pair, Plan};
 
 /// Every kind of a layout, in listing order: the dense kinds, the expert
 /// kinds, `embd`, `pos-embd` (before the expert kinds in the folded layout,

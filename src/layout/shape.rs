@@ -8,7 +8,7 @@ use crate::coord::Part;
 use crate::grid::Grid;
 use crate::layout::sizes::Sizes;
 use crate::order::Order;
-use crate::plan::{GridId, View};
+use crate::plan::view::{GridId, View};
 
 /// Which of the three shapes a layout has.
 ///

@@ -5,8 +5,9 @@ use std::iter::FusedIterator;
 
 use crate::coord::Part;
 use crate::kind::Kind;
+use crate::plan::Resolved;
 use crate::plan::dot::Side;
-use crate::plan::{RankView, Resolved};
+use crate::plan::view::RankView;
 use crate::split::Split;
 
 /// One step of [`Splits`]: a kind, one of its split rounds, and the rank's

@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 use crate::error::Result;
 use crate::kind::Kind;
 use crate::layout::Layout;
-use crate::plan::{Boxes, Plan};
+use crate::plan::Plan;
+use crate::plan::boxes::Boxes;
 use crate::topology::Topology;
 
 /// How the groups of one kind fall on the nodes and domains of a

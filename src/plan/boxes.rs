@@ -7,7 +7,7 @@ use arrayvec::ArrayVec;
 
 use crate::grid::{Coords, Grid, MAX_AXES};
 use crate::math::Div;
-use crate::plan::GridId;
+use crate::plan::view::GridId;
 use crate::segment::{Digit, MAX_DIGITS, Segment, fill_box, spread};
 use crate::split::Split;
 
@@ -163,7 +163,7 @@ impl Boxes {
     }
 
     /// The groups of `grid` spanned by the axes at the positions set in
-    /// `mask` (SPEC-style masked groups).
+    /// `mask` (the groups of a kind).
     pub fn masked(grid: &Grid, id: GridId, mask: u8) -> Boxes {
         let (mut members, mut groups) = (Terms::new(), Terms::new());
         for (i, a) in grid.axes().iter().enumerate() {

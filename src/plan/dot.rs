@@ -8,8 +8,10 @@
 //! each kind with a few multiply-adds and no dispatch through the plan.
 
 use crate::coord::Part;
+use crate::plan::Plan;
+use crate::plan::boxes::Boxes;
 use crate::plan::boxes::{Weights, dot};
-use crate::plan::{Boxes, Plan, RankView, View};
+use crate::plan::view::{RankView, View};
 use crate::split::Split;
 
 /// How the ranks of one part find their group: the dot product of their

@@ -9,7 +9,8 @@
 
 use std::ops::Range;
 
-use crate::plan::{Boxes, Plan};
+use crate::plan::Plan;
+use crate::plan::boxes::Boxes;
 use crate::segment::add_copy;
 
 /// Members per part of every group: `[first part, second part]`.

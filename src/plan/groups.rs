@@ -5,7 +5,8 @@ use std::iter::FusedIterator;
 
 use crate::error::{Error, Result};
 use crate::group::Group;
-use crate::plan::{GroupTable, Plan};
+use crate::plan::Plan;
+use crate::plan::table::GroupTable;
 
 /// An iterator over the groups of one kind, in Megatron-LM's order.
 ///

@@ -65,8 +65,9 @@ use crate::error::{Error, Result};
 use crate::grid::{Grid, MAX_AXES};
 use crate::group::Group;
 use crate::math::{Blocks, Div};
+use crate::plan::boxes::Boxes;
 use crate::plan::fill::{Parts, replicate_groups};
-use crate::plan::{Boxes, RankView};
+use crate::plan::view::RankView;
 use crate::split::Split;
 
 /// The balanced block map between decoder and encoder tensor-parallel

@@ -4,7 +4,7 @@
 //!
 //! The reference is a direct transcription of Megatron-LM's
 //! `generate_masked_orthogonal_rank_groups` and `RankGenerator.get_ranks`,
-//! plus the definitions of SPEC 3.2-3.4 applied to those lists by brute
+//! plus the definitions of semantics 3.2-3.4 applied to those lists by brute
 //! force. It shares no code with the crate.
 
 #![allow(dead_code)]
@@ -173,7 +173,7 @@ pub fn embd(pp_groups: &Groups, last: bool) -> Groups {
         .collect()
 }
 
-/// Every kind of the nested layout, by name, in SPEC 3.1 order.
+/// Every kind of the nested layout, by name, in semantics 3.1 order.
 pub fn nested_kinds(wo: &RefGrid, w: &RefGrid) -> Vec<(String, Groups)> {
     let mut out = Vec::new();
     for k in [
@@ -196,7 +196,7 @@ pub fn nested_kinds(wo: &RefGrid, w: &RefGrid) -> Vec<(String, Groups)> {
     out
 }
 
-/// The balanced block table of SPEC 3.3: block of each index of `0..n` in `parts` blocks.
+/// The balanced block table of semantics 3.3: block of each index of `0..n` in `parts` blocks.
 pub fn block_table(n: u64, parts: u64) -> Vec<u64> {
     let (q, r) = (n / parts, n % parts);
     let mut out = Vec::new();
@@ -207,7 +207,7 @@ pub fn block_table(n: u64, parts: u64) -> Vec<u64> {
     out
 }
 
-/// The encoder + decoder layout by brute force (SPEC 3.3).
+/// The encoder + decoder layout by brute force (semantics 3.3).
 pub fn encdec_kinds(c: &Config) -> Vec<(String, Groups)> {
     let (tp, cp, ep, pp) = (c.tp as u64, c.cp as u64, c.ep as u64, c.pp as u64);
     let etp = c.encoder_tp.unwrap_or(c.tp) as u64;
@@ -279,7 +279,7 @@ pub fn encdec_kinds(c: &Config) -> Vec<(String, Groups)> {
     out
 }
 
-/// The folded layout (SPEC 3.2) plus SPEC 3.4 families, by definition.
+/// The folded layout (semantics 3.2) plus semantics 3.4 families, by definition.
 pub fn folded_kinds(c: &Config) -> Vec<(String, Groups)> {
     let (tp, cp, ep, pp) = (c.tp as u64, c.cp as u64, c.ep as u64, c.pp as u64);
     let dp = c.dp.unwrap() as u64;
@@ -353,7 +353,7 @@ pub fn folded_kinds(c: &Config) -> Vec<(String, Groups)> {
     out
 }
 
-/// `hcp-l` groups from the cp groups, by the definition of SPEC 3.4.
+/// `hcp-l` groups from the cp groups, by the definition of semantics 3.4.
 pub fn hcp_kinds(cp_groups: &Groups, levels: &[u32]) -> Vec<(String, Groups)> {
     let mut out = Vec::new();
     for l in 0..levels.len() {
