@@ -108,6 +108,10 @@ fn check_table(l: &Layout, front: usize) -> Result<(), TestCaseError> {
                     None
                 }
             );
+            prop_assert_eq!(
+                l.groups(kind).unwrap().group_len().map(|n| n as usize),
+                table.group_len()
+            );
 
             let mut rest = l.groups(kind).unwrap();
             for _ in 0..front.min(want.len()) {

@@ -13,6 +13,7 @@ fn run(command: &str) -> Output {
         .expect("the binary runs")
 }
 
+/// The JSON and the text printed by a command that must succeed.
 fn json(args: &str) -> (Value, String) {
     let out = run(args);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -21,6 +22,7 @@ fn json(args: &str) -> (Value, String) {
     (serde_json::from_str(&text).unwrap(), text)
 }
 
+/// Asserts exit status 2, an empty stdout and `needle` on stderr.
 fn fails_with(args: &str, needle: &str) {
     let out = run(args);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -118,9 +120,26 @@ fn table_output_is_readable() {
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("world_size 4"), "{text}");
-    assert!(text.contains("tp (2 groups)"), "{text}");
-    assert!(text.contains("0: 0 1"), "{text}");
-    assert!(text.contains("1: 2 3"), "{text}");
+    // A heading with the count and the size, a header naming the columns
+    // and saying what index and key are.
+    assert!(text.contains("tp (2 groups of 2 ranks)"), "{text}");
+    assert!(text.contains("comm-split color"), "{text}");
+    assert!(text.contains("comm-split key"), "{text}");
+    assert!(text.contains("index  size  members"), "{text}");
+    // Rows: index, size, members.
+    let rows: Vec<Vec<&str>> = text
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .filter(|w: &Vec<&str>| w.len() == 4 && w[1] == "2")
+        .collect();
+    assert_eq!(
+        rows,
+        vec![vec!["0", "2", "0", "1"], vec!["1", "2", "2", "3"]]
+    );
+    // One group: singular.
+    let out = run("groups --tp 4 --world-size 4 --kind tp");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("tp (1 group of 4 ranks)"), "{text}");
 }
 
 #[test]

@@ -7,6 +7,7 @@ use crate::kind::Kind;
 use crate::layout::Layout;
 use crate::plan::Plan;
 use crate::plan::boxes::Boxes;
+use crate::segment::{Digit, Segment};
 use crate::topology::Topology;
 
 /// How the groups of one kind fall on the nodes and domains of a
@@ -60,13 +61,36 @@ fn units(ranks: &mut [u32], unit: u32) -> u32 {
     n
 }
 
+/// The units spanned by the box `first + spread(p, digits)`. Digits whose
+/// stride is a multiple of `unit` move whole units, so when the other
+/// digits keep the box inside one unit the answer is the product of their
+/// sizes (a grid's box has distinct members); otherwise the members are
+/// listed.
+fn box_units(first: u32, digits: &[Digit], unit: u32) -> u32 {
+    let (aligned, small): (Vec<Digit>, Vec<Digit>) =
+        digits.iter().partition(|d| d.stride % unit == 0);
+    let small_size: usize = small.iter().map(|d| d.size as usize).product();
+    let mut members = vec![0u32; small_size];
+    Segment::boxed(first, &small).fill(&mut members);
+    if units(&mut members, unit) == 1 {
+        return aligned.iter().map(|d| d.size).product();
+    }
+    let size: usize = digits.iter().map(|d| d.size as usize).product();
+    let mut members = vec![0u32; size];
+    Segment::boxed(first, digits).fill(&mut members);
+    units(&mut members, unit)
+}
+
 /// From the strides: the units a group spans depend only on its first
 /// member modulo `unit` (the members' offsets from it are the same in every
 /// group), and the first members' residues follow from the group digits
 /// whose stride is not a multiple of `unit` (a small table, built digit by
 /// digit). So each residue class is counted once, with one representative
 /// group, instead of listing every group.
-fn boxes(b: &Boxes, unit: u32) -> Count {
+///
+/// `ends` counts the pipeline ends of the boxes instead of the boxes: the
+/// first member, and the last one too if `Some(true)`.
+fn boxes(b: &Boxes, unit: u32, ends: Option<bool>) -> Count {
     let steps = b.group_steps();
     // residue of a first member -> (groups with it, one group index with it)
     let mut residues: BTreeMap<u32, (u64, u32)> = BTreeMap::new();
@@ -92,11 +116,21 @@ fn boxes(b: &Boxes, unit: u32) -> Count {
         }
         weight = weight.wrapping_mul(d.size);
     }
-    let mut members = vec![0u32; b.size() as usize];
+    let member_steps = b.member_steps();
     let mut out = Count::default();
     for (count, index) in residues.values() {
-        b.segment(*index).fill(&mut members);
-        let n = units(&mut members, unit);
+        let n = match ends {
+            None => box_units(b.base(*index), &member_steps, unit),
+            Some(last) => {
+                let first = b.base(*index);
+                let end = if last {
+                    first.wrapping_add(b.span())
+                } else {
+                    first
+                };
+                units(&mut [first, end], unit)
+            }
+        };
         if n > 1 {
             out.crossing += count;
         }
@@ -124,7 +158,11 @@ fn listed(plan: &Plan, unit: u32) -> Count {
 
 fn count(plan: &Plan, unit: u32) -> Count {
     match plan {
-        Plan::Boxes(b) => boxes(b, unit),
+        Plan::Boxes(b) => boxes(b, unit, None),
+        Plan::Ends(e) => match &e.pipelines {
+            Plan::Boxes(b) => boxes(b, unit, Some(e.last)),
+            _ => listed(plan, unit),
+        },
         Plan::Stack(p) => count(&p.first, unit).add(count(&p.second, unit)),
         other => listed(other, unit),
     }
@@ -136,8 +174,8 @@ impl Layout {
     /// spans.
     ///
     /// Computed from the grid's strides (each residue of a group's first
-    /// rank modulo the node size once) for the grid kinds; the joined
-    /// encoder + decoder kinds and pipeline ends are listed.
+    /// rank modulo the node size once) for the grid kinds and their
+    /// pipeline ends; the joined encoder + decoder kinds are listed.
     ///
     /// # Errors
     /// [`Error::KindNotInLayout`](crate::Error::KindNotInLayout).

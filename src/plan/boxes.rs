@@ -254,6 +254,12 @@ impl Boxes {
         self.group_digits()
     }
 
+    /// The member digits as (size, stride), in member order: the offsets of
+    /// a group's members from its first.
+    pub fn member_steps(&self) -> ArrayVec<Digit, MAX_DIGITS> {
+        self.member_digits().collect()
+    }
+
     /// The first member of group `index`.
     pub fn base(&self, index: u32) -> u32 {
         self.offset

@@ -44,6 +44,27 @@ impl<'a> Groups<'a> {
         self.plan.members(self.next..self.end)
     }
 
+    /// The size of every remaining group, when they all have one size
+    /// (every kind but some of an encoder + decoder layout, whose encoder
+    /// and decoder groups may differ); `None` otherwise.
+    ///
+    /// ```
+    /// use rank_layout::{Config, Kind, Layout};
+    /// let layout = Layout::new(&Config { tp: 2, dp: Some(2), encoder_tp: Some(1), ..Config::default() })?;
+    /// assert_eq!(layout.groups(Kind::DP)?.group_len(), Some(2));
+    /// assert_eq!(layout.groups(Kind::TP)?.group_len(), None); // [0], [1], [2, 3], [4, 5]
+    /// # Ok::<(), rank_layout::Error>(())
+    /// ```
+    pub fn group_len(&self) -> Option<u32> {
+        let mut lens = self
+            .plan
+            .runs_in(self.next..self.end)
+            .into_iter()
+            .map(|r| r.len);
+        let first = lens.next().unwrap_or(0);
+        lens.all(|l| l == first).then_some(first)
+    }
+
     /// Writes every member of the remaining groups, group after group in
     /// enumeration order, into the start of `out`, and returns how many it
     /// wrote ([`member_count`](Groups::member_count)).
@@ -95,10 +116,9 @@ impl<'a> Groups<'a> {
             len: usize::MAX,
         })?;
         let mut members = vec![0u32; len];
-        let runs = self.plan.runs();
-        let (next, end) = (self.next, self.end);
+        let runs = self.plan.runs_in(self.next..self.end);
         self.fill(&mut members)?;
-        Ok(GroupTable::new(members, &runs, next..end))
+        Ok(GroupTable::new(members, runs))
     }
 
     /// Every remaining group collected into vectors of ranks.

@@ -211,19 +211,30 @@ impl Plan {
         out
     }
 
-    /// Members of groups `range`.
-    pub fn members(&self, range: Range<u32>) -> u64 {
-        let mut total = 0u64;
+    /// The runs of groups `range`.
+    pub fn runs_in(&self, range: Range<u32>) -> ArrayVec<Run, 2> {
+        let mut out = ArrayVec::new();
         let mut first = 0u32;
         for run in self.runs() {
             let end = first + run.count;
             let (a, b) = (range.start.max(first), range.end.min(end));
             if a < b {
-                total += u64::from(b - a) * u64::from(run.len);
+                let _ = out.try_push(Run {
+                    count: b - a,
+                    len: run.len,
+                });
             }
             first = end;
         }
-        total
+        out
+    }
+
+    /// Members of groups `range`.
+    pub fn members(&self, range: Range<u32>) -> u64 {
+        self.runs_in(range)
+            .iter()
+            .map(|r| u64::from(r.count) * u64::from(r.len))
+            .sum()
     }
 
     /// Group `index < count()`.

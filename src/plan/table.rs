@@ -1,7 +1,6 @@
 //! Every group of a kind, collected with one allocation.
 
 use std::iter::FusedIterator;
-use std::ops::Range;
 
 use arrayvec::ArrayVec;
 
@@ -38,25 +37,9 @@ pub struct GroupTable {
 }
 
 impl GroupTable {
-    /// `members` of the groups `range` of a plan whose group sizes are `runs`.
-    pub(crate) fn new(members: Vec<u32>, runs: &[Run], range: Range<u32>) -> GroupTable {
-        let mut kept = ArrayVec::new();
-        let mut first = 0u32;
-        for run in runs {
-            let end = first + run.count;
-            let (a, b) = (range.start.max(first), range.end.min(end));
-            if a < b {
-                let _ = kept.try_push(Run {
-                    count: b - a,
-                    len: run.len,
-                });
-            }
-            first = end;
-        }
-        GroupTable {
-            members,
-            runs: kept,
-        }
+    /// `members` of groups whose sizes are `runs`.
+    pub(crate) fn new(members: Vec<u32>, runs: ArrayVec<Run, 2>) -> GroupTable {
+        GroupTable { members, runs }
     }
 
     /// The number of groups.

@@ -1,0 +1,280 @@
+//! The command line: subcommands, their flags (with Megatron-LM's names as
+//! aliases) and the help text listing every layout's kinds.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use rank_layout::{Config, ExpertLayout, Layout, Order};
+use serde::Serialize;
+
+/// Process-group rank layouts of distributed training (Megatron-LM
+/// ordering): print the groups, one rank's view, and check, rank, describe
+/// or draw a layout on a machine of nodes and domains before launching it.
+#[derive(Debug, Parser)]
+#[command(name = "rank-layout", version, about, after_help = kinds_help())]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Print the groups of every kind (or of the --kind given).
+    #[command(after_help = kinds_help())]
+    Groups {
+        /// The layout and the machine.
+        #[command(flatten)]
+        setup: SetupArgs,
+        /// Kinds and format.
+        #[command(flatten)]
+        output: OutputArgs,
+    },
+    /// Print one rank's card: grid, coordinates, node, groups, pipeline
+    /// neighbours (computed arithmetically, instant at any size).
+    #[command(after_help = kinds_help())]
+    Rank {
+        /// The rank.
+        rank: u64,
+        /// The layout and the machine.
+        #[command(flatten)]
+        setup: SetupArgs,
+        /// Kinds and format.
+        #[command(flatten)]
+        output: OutputArgs,
+    },
+    /// Check where each kind's groups fall on nodes and domains, and warn
+    /// when bandwidth-critical groups (tp, cp, ep, etp) leave a node.
+    #[command(after_help = kinds_help())]
+    Check {
+        /// The layout and the machine.
+        #[command(flatten)]
+        setup: SetupArgs,
+        /// A kind to check (repeatable); default: every kind of the layout.
+        #[arg(long = "kind", value_name = "KIND")]
+        kinds: Vec<String>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
+        /// Kinds that must stay inside a node (replaces the default tp, cp,
+        /// ep, etp; hcp-0 instead of cp with hierarchical cp).
+        #[arg(long = "require-intra-node", value_name = "KIND", num_args = 1..)]
+        require: Vec<String>,
+        /// Exit with status 1 when a kind that must stay inside a node does not.
+        #[arg(long)]
+        strict: bool,
+    },
+    /// Rank every order of the layout's axes by how well it keeps
+    /// bandwidth-hungry groups inside nodes and domains, best first.
+    Suggest {
+        /// The layout and the machine.
+        #[command(flatten)]
+        setup: SetupArgs,
+        /// What matters most, most important first: tiers separated by ','
+        /// and kinds of one tier joined by '+' (default tp,cp+ep+etp,pp,dp).
+        #[arg(long, value_name = "TIERS")]
+        priority: Option<String>,
+        /// Print only the best N orders (default: all).
+        #[arg(long, value_name = "N")]
+        top: Option<usize>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
+    },
+    /// Explain the layout: derived sizes and why, groups per kind, and what
+    /// listing every group would cost.
+    Describe {
+        /// The layout and the machine.
+        #[command(flatten)]
+        setup: SetupArgs,
+    },
+    /// Draw the layout: nodes as rows, GPUs as cells labelled with their
+    /// rank, one panel per kind, each group its own colour.
+    #[command(after_help = kinds_help())]
+    Render {
+        /// The layout and the machine.
+        #[command(flatten)]
+        setup: SetupArgs,
+        /// A kind to draw (repeatable; default tp, cp, pp, dp).
+        #[arg(long = "kind", value_name = "KIND")]
+        kinds: Vec<String>,
+        /// svg: the picture; html: the picture with a legend and a tooltip per cell.
+        #[arg(long, value_enum, default_value_t = Picture::Svg)]
+        format: Picture,
+        /// Draw every rank up to this many; past it, draw the first nodes and
+        /// the last and say so in the picture.
+        #[arg(long, value_name = "N", default_value_t = 4096)]
+        max_ranks: u32,
+    },
+}
+
+/// The layout keys (the same as a `--config` file's) and the machine.
+///
+/// Serialized, the flags given are the keys that override the file's: the
+/// field names are the file's keys, so a new key is one new field here
+/// (see [`crate::config`]).
+#[derive(Debug, Args, Serialize)]
+pub struct SetupArgs {
+    /// Tensor-parallel size (default 1).
+    #[arg(long, value_name = "N", visible_alias = "tensor-model-parallel-size")]
+    pub tp: Option<u32>,
+    /// Context-parallel size (default 1).
+    #[arg(long, value_name = "N", visible_alias = "context-parallel-size")]
+    pub cp: Option<u32>,
+    /// Expert-parallel size (default 1).
+    #[arg(long, value_name = "N", visible_alias = "expert-model-parallel-size")]
+    pub ep: Option<u32>,
+    /// Data-parallel size (default: derived from --world-size, else 1).
+    #[arg(long, value_name = "N")]
+    pub dp: Option<u32>,
+    /// Pipeline-parallel size (default 1).
+    #[arg(long, value_name = "N", visible_alias = "pipeline-model-parallel-size")]
+    pub pp: Option<u32>,
+    /// World size: derives dp, or is checked against it.
+    #[arg(long, value_name = "N")]
+    pub world_size: Option<u32>,
+    /// Axis order, first fastest (default tp-cp-ep-dp-pp).
+    #[arg(long, value_name = "ORDER")]
+    pub order: Option<Order>,
+    /// First rank (default 0).
+    #[arg(long, value_name = "N")]
+    pub rank_offset: Option<u32>,
+    /// Encoder tensor-parallel size: makes an encoder + decoder layout.
+    #[arg(
+        long,
+        value_name = "N",
+        visible_alias = "encoder-tensor-model-parallel-size"
+    )]
+    pub encoder_tp: Option<u32>,
+    /// Encoder pipeline-parallel size: makes an encoder + decoder layout.
+    #[arg(
+        long,
+        value_name = "N",
+        visible_alias = "encoder-pipeline-model-parallel-size"
+    )]
+    pub encoder_pp: Option<u32>,
+    /// nested (default) or folded.
+    #[arg(long, value_name = "LAYOUT")]
+    pub expert_layout: Option<ExpertLayout>,
+    /// Expert tensor-parallel size (folded; default tp).
+    #[arg(long, value_name = "N", visible_alias = "expert-tensor-parallel-size")]
+    pub etp: Option<u32>,
+    /// Hierarchical context-parallel sizes, innermost first: S0,S1,... (or
+    /// Megatron-LM's space-separated S0 S1 ...).
+    #[arg(
+        long,
+        value_name = "S0,S1,...",
+        num_args = 1..,
+        value_parser = parse_levels,
+        visible_alias = "hierarchical-context-parallel-sizes"
+    )]
+    #[serde(serialize_with = "flat_levels")]
+    pub hierarchical_cp: Option<Vec<Vec<u32>>>,
+    /// Distributed-optimizer instances (folded).
+    #[arg(
+        long,
+        value_name = "N",
+        visible_alias = "num-distributed-optimizer-instances"
+    )]
+    pub dist_opt_instances: Option<u32>,
+    /// GPUs per node: ranks [n*N, (n+1)*N) are node n (default 8).
+    #[arg(long, value_name = "N", help_heading = "Machine")]
+    pub gpus_per_node: Option<u32>,
+    /// Nodes per domain (an NVLink domain or rack; an NVL72 rack is 9 nodes of 8 GPUs).
+    #[arg(long, value_name = "M", help_heading = "Machine")]
+    pub nodes_per_domain: Option<u32>,
+    /// A JSON or TOML file with the same keys (snake_case: tp, world_size,
+    /// gpus_per_node, ...); flags override it.
+    #[arg(long, value_name = "FILE")]
+    #[serde(skip)]
+    pub config: Option<PathBuf>,
+}
+
+/// Output format of the reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Text for people.
+    Table,
+    /// One JSON object.
+    Json,
+}
+
+/// Output format of `render`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Picture {
+    /// A standalone SVG picture.
+    Svg,
+    /// An HTML page: the picture, a legend and a tooltip per cell.
+    Html,
+}
+
+/// Kinds, format and length of a report.
+#[derive(Debug, Args)]
+pub struct OutputArgs {
+    /// A kind to print (repeatable); default: every kind of the layout.
+    #[arg(long = "kind", value_name = "KIND")]
+    pub kinds: Vec<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Table format: list every member and every group instead of
+    /// shortening long lists.
+    #[arg(long)]
+    pub full: bool,
+}
+
+/// Parses one `--hierarchical-cp` value: sizes separated by commas.
+fn parse_levels(value: &str) -> Result<Vec<u32>, String> {
+    value
+        .split(',')
+        .map(|s| s.trim().parse::<u32>())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|_| format!("{value:?} is not a comma-separated list of sizes"))
+}
+
+/// Serializes the `--hierarchical-cp` values as one list of levels.
+fn flat_levels<S: serde::Serializer>(
+    levels: &Option<Vec<Vec<u32>>>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    match levels {
+        Some(values) => s.collect_seq(values.iter().flatten()),
+        None => s.serialize_none(),
+    }
+}
+
+/// The help text listing the `--kind` names of each layout.
+pub fn kinds_help() -> String {
+    let names = |config: Config| {
+        Layout::new(&config)
+            .map(|l| {
+                l.kinds()
+                    .iter()
+                    .map(|k| k.to_string())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .unwrap_or_default()
+    };
+    let folded = Config {
+        expert_layout: ExpertLayout::Folded,
+        ..Config::default()
+    };
+    let encoder = Config {
+        encoder_tp: Some(1),
+        ..Config::default()
+    };
+    format!(
+        "Kinds (--kind) of each layout:\n  \
+         nested (default):  {}\n  \
+         folded:            {}\n  \
+         encoder+decoder:   {}\n  \
+         with --hierarchical-cp S0,S1,...: hcp-0 hcp-1 ... (one per level)\n  \
+         with --dist-opt-instances N > 1 (folded): dp-cp-intra edp-intra dp-cp-inter dist-opt-instance\n  \
+         and any set of the layout's axes joined by '-' (tp-cp-pp; cp-dp is dp-cp)",
+        names(Config::default()),
+        names(folded),
+        names(encoder)
+    )
+}

@@ -1,0 +1,364 @@
+//! `rank-layout check`: per kind, how many groups cross a node (domain)
+//! boundary and the most nodes (domains) one spans, with warnings in plain
+//! words and a concrete fix when a kind that needs a node's bandwidth
+//! leaves it.
+
+use std::fmt;
+
+use rank_layout::{Axis, Kind, Layout, Spread, Topology};
+use serde::Serialize;
+use serde::ser::SerializeMap;
+
+use crate::error::Failure;
+use crate::format::count;
+use crate::report::{Entries, kinds_or_all};
+use crate::spread::{
+    KindSpread, SpreadOut, SpreadTable, critical_kinds, machine_line, spreads, traffic,
+};
+use crate::suggest::{Priority, Ranking, rank_orders};
+
+/// The check of a layout on a machine.
+#[derive(Debug, Clone)]
+pub struct CheckReport {
+    /// The machine in words.
+    machine: String,
+    /// The layout's order.
+    order: String,
+    /// The kinds of the table.
+    rows: Vec<KindSpread>,
+    /// The kinds that must stay inside a node.
+    required: Vec<Kind>,
+    /// Those of them that do not.
+    failed: Vec<Kind>,
+    /// Plain-word warnings, each with a fix.
+    warnings: Vec<String>,
+}
+
+impl CheckReport {
+    /// Checks `kinds` of `layout` on `topology` (every kind when empty),
+    /// warning about `required` kinds (the default tp, cp, ep, etp when
+    /// empty) that leave a node or a domain.
+    ///
+    /// # Errors
+    /// [`Failure::Input`] for a kind `layout` does not have.
+    pub fn new(
+        layout: &Layout,
+        topology: Topology,
+        kinds: &[Kind],
+        required: &[Kind],
+    ) -> Result<CheckReport, Failure> {
+        let kinds = kinds_or_all(layout, kinds)?;
+        let rows = spreads(layout, &kinds, &topology)?;
+        let required = if required.is_empty() {
+            critical_kinds(layout)
+        } else {
+            required.to_vec()
+        };
+        let mut advisor = Advisor {
+            layout,
+            topology,
+            ranking: None,
+        };
+        let mut warnings = Vec::new();
+        let mut failed = Vec::new();
+        for kind in &required {
+            let spread = layout.spread(*kind, &topology)?;
+            if spread.cross_node_groups > 0 {
+                failed.push(*kind);
+                warnings.push(advisor.node_warning(*kind, spread)?);
+            }
+            if spread.cross_domain_groups.is_some_and(|c| c > 0) {
+                warnings.push(advisor.domain_warning(*kind, spread)?);
+            }
+        }
+        Ok(CheckReport {
+            machine: machine_line(layout, &topology),
+            order: layout.config().order.to_string(),
+            rows,
+            required,
+            failed,
+            warnings,
+        })
+    }
+
+    /// The kinds that must stay inside a node and do not (`--strict` fails
+    /// when there is one).
+    pub fn failed(&self) -> &[Kind] {
+        &self.failed
+    }
+}
+
+/// Finds fixes for the warnings: the ranking of orders is computed once,
+/// when the first warning needs it.
+struct Advisor<'a> {
+    layout: &'a Layout,
+    topology: Topology,
+    ranking: Option<Ranking>,
+}
+
+/// `"2 nodes"`, or `"up to 3 nodes"` when the groups that cross may span
+/// fewer than the most.
+fn span(most: u32, unit: &str, units: &str) -> String {
+    if most <= 2 {
+        count(most.into(), unit, units)
+    } else {
+        format!("up to {}", count(most.into(), unit, units))
+    }
+}
+
+/// `"tp groups"` or `"8 of 16 tp groups"`.
+fn which(kind: Kind, crossing: u32, groups: u32) -> String {
+    if crossing == groups {
+        format!("{kind} groups")
+    } else {
+        format!("{crossing} of {groups} {kind} groups")
+    }
+}
+
+/// The one axis of a single-axis kind (`tp`, `cp`, `ep`, `etp`, ...).
+fn single_axis(kind: Kind) -> Option<Axis> {
+    match kind {
+        Kind::Axes(set) => {
+            let mut axes = set.iter();
+            let first = axes.next()?;
+            axes.next().is_none().then_some(first)
+        }
+        _ => None,
+    }
+}
+
+/// A size that keeps a single-axis `kind`'s groups inside `unit` ranks:
+/// with its members `stride` apart (read from the first group), at most
+/// `unit / stride` members fit; `use tp <= 8`, or `make tp a divisor of 8`
+/// when the size fits but straddles.
+fn size_fix(layout: &Layout, kind: Kind, size: u32, unit: u32) -> Option<String> {
+    single_axis(kind)?;
+    let group = layout.groups(kind).ok()?.next()?;
+    let stride = group.get(1)?.checked_sub(group.first()?)?;
+    if stride == 0 || stride > unit || unit % stride != 0 {
+        return None;
+    }
+    let fit = unit / stride;
+    if size > fit && fit >= 2 {
+        Some(format!("use {kind} <= {fit}"))
+    } else if size <= fit && fit % size.max(1) != 0 {
+        Some(format!("make {kind} a divisor of {fit}"))
+    } else {
+        None
+    }
+}
+
+impl Advisor<'_> {
+    /// `("tp*cp", 16)`: the product of the sizes of single-axis `kinds`.
+    fn product(&self, kinds: &[Kind]) -> Option<(String, u64)> {
+        let sizes = self.layout.sizes();
+        let mut names = Vec::new();
+        let mut value = 1u64;
+        for kind in kinds {
+            let axis = single_axis(*kind)?;
+            names.push(axis.name());
+            value *= u64::from(sizes[axis]);
+        }
+        Some((names.join("*"), value))
+    }
+
+    /// The ranking of every order of the layout, computed once.
+    fn ranking(&mut self) -> Result<&Ranking, Failure> {
+        let ranking = match self.ranking.take() {
+            Some(ranking) => ranking,
+            None => rank_orders(
+                self.layout,
+                &self.topology,
+                &Priority::default_for(self.layout),
+            )?,
+        };
+        Ok(self.ranking.insert(ranking))
+    }
+
+    /// The best order that ranks no worse than the given one and in which
+    /// `measure` of `kind` is smaller than `now`, with that measure.
+    fn better_order(
+        &mut self,
+        kind: Kind,
+        now: u32,
+        measure: fn(&Spread) -> u32,
+    ) -> Result<Option<(String, u32)>, Failure> {
+        let topology = self.topology;
+        let ranking = self.ranking()?;
+        let given = ranking
+            .candidates
+            .iter()
+            .find(|c| c.given)
+            .map(|c| &c.score);
+        for c in &ranking.candidates {
+            if c.given || given.is_some_and(|g| c.score > *g) {
+                continue;
+            }
+            if let Ok(s) = c.layout.spread(kind, &topology) {
+                if measure(&s) < now {
+                    return Ok(Some((c.order.to_string(), measure(&s))));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// The first order (whatever its rank) that keeps `kind` inside nodes,
+    /// and the prioritised kinds it moves to more nodes than now.
+    fn trade_off(&mut self, kind: Kind) -> Result<Option<(String, Vec<Kind>)>, Failure> {
+        let (layout, topology) = (self.layout, self.topology);
+        let ranking = self.ranking()?;
+        for c in &ranking.candidates {
+            if c.layout
+                .spread(kind, &topology)
+                .is_ok_and(|s| s.cross_node_groups == 0)
+            {
+                let worse = c
+                    .spreads
+                    .iter()
+                    .filter(|k| {
+                        layout
+                            .spread(k.kind, &topology)
+                            .is_ok_and(|now| k.spread.max_nodes_per_group > now.max_nodes_per_group)
+                    })
+                    .map(|k| k.kind)
+                    .collect();
+                return Ok(Some((c.order.to_string(), worse)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The warning for `kind`, whose groups cross nodes.
+    fn node_warning(&mut self, kind: Kind, s: Spread) -> Result<String, Failure> {
+        let g = self.topology.gpus_per_node();
+        let leaves = if self.topology.nodes_per_domain().is_some() {
+            "leaves the node"
+        } else {
+            "leaves NVLink"
+        };
+        let mut fixes = Vec::new();
+        if let Some((order, nodes)) =
+            self.better_order(kind, s.max_nodes_per_group, |s| s.max_nodes_per_group)?
+        {
+            let given_first = self.layout.config().order.written().first().copied();
+            let new_first = order.split('-').next().and_then(Axis::from_name);
+            match single_axis(kind) {
+                Some(axis) if new_first == Some(axis) && given_first != Some(axis) => {
+                    fixes.push(format!("put {axis} first in the order (--order {order})"));
+                }
+                _ => fixes.push(format!(
+                    "use --order {order} ({kind} groups then span {})",
+                    count(nodes.into(), "node", "nodes")
+                )),
+            }
+        }
+        if let Some(fix) = size_fix(self.layout, kind, s.size, g) {
+            fixes.push(fix);
+        }
+        if self.layout.rank_offset() % g != 0 {
+            fixes.push(format!(
+                "start at a --rank-offset that is a multiple of {g}"
+            ));
+        }
+        if fixes.is_empty() {
+            fixes.push(match self.trade_off(kind)? {
+                Some((order, worse)) if !worse.is_empty() => {
+                    let mut all = worse.clone();
+                    all.push(kind);
+                    let names: Vec<String> = worse.iter().map(Kind::to_string).collect();
+                    let product = self.product(&all);
+                    format!(
+                        "no order keeps {} and {kind} inside a node{}: shrink them, or use --order {order} to keep {kind} inside nodes instead of {}",
+                        names.join(", "),
+                        product
+                            .map(|(text, value)| format!(" ({text} = {value} > {g})"))
+                            .unwrap_or_default(),
+                        names.join(", ")
+                    )
+                }
+                Some((order, _)) => format!("use --order {order}"),
+                None => format!(
+                    "no order of these sizes keeps {kind} inside a node: shrink it or the axes before it"
+                ),
+            });
+        }
+        Ok(format!(
+            "{} span {}: {} {leaves}; {}",
+            which(kind, s.cross_node_groups, s.groups),
+            span(s.max_nodes_per_group, "node", "nodes"),
+            traffic(kind),
+            fixes.join(" or ")
+        ))
+    }
+
+    /// The warning for `kind`, whose groups cross domains.
+    fn domain_warning(&mut self, kind: Kind, s: Spread) -> Result<String, Failure> {
+        let crossing = s.cross_domain_groups.unwrap_or(0);
+        let most = s.max_domains_per_group.unwrap_or(1);
+        let mut fixes = Vec::new();
+        if let Some((order, domains)) =
+            self.better_order(kind, most, |s| s.max_domains_per_group.unwrap_or(1))?
+        {
+            fixes.push(format!(
+                "use --order {order} ({kind} groups then span {})",
+                count(domains.into(), "domain", "domains")
+            ));
+        }
+        if let Some(gpus) = self.topology.gpus_per_domain() {
+            if let Some(fix) = size_fix(self.layout, kind, s.size, gpus) {
+                fixes.push(format!("{fix} ({gpus} GPUs per domain)"));
+            }
+        }
+        if fixes.is_empty() {
+            fixes.push(format!(
+                "no order of these sizes keeps {kind} inside a domain"
+            ));
+        }
+        Ok(format!(
+            "{} span {}: {} leaves its NVLink domain; {}",
+            which(kind, crossing, s.groups),
+            span(most, "domain", "domains"),
+            traffic(kind),
+            fixes.join(" or ")
+        ))
+    }
+}
+
+impl fmt::Display for CheckReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "{}, order {}\n", self.machine, self.order)?;
+        write!(f, "{}", SpreadTable(&self.rows))?;
+        let names: Vec<String> = self.required.iter().map(Kind::to_string).collect();
+        if self.warnings.is_empty() {
+            writeln!(f, "\nok: {} groups stay inside a node", names.join(", "))?;
+        } else {
+            writeln!(
+                f,
+                "\nwarnings (kinds that should stay inside a node: {}):",
+                names.join(", ")
+            )?;
+            for w in &self.warnings {
+                writeln!(f, "  - {w}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Serialize for CheckReport {
+    /// `{"kinds": {KIND: {"groups", "size", "cross_node_groups",
+    /// "max_nodes_per_group", "cross_domain_groups",
+    /// "max_domains_per_group"}}, "warnings": [..]}`
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let kinds: Vec<(String, SpreadOut)> = self
+            .rows
+            .iter()
+            .map(|k| (k.kind.to_string(), k.spread.into()))
+            .collect();
+        let mut map = s.serialize_map(Some(2))?;
+        map.serialize_entry("kinds", &Entries(&kinds))?;
+        map.serialize_entry("warnings", &self.warnings)?;
+        map.end()
+    }
+}

@@ -1,0 +1,105 @@
+//! Runs a parsed command: builds the layout from the merged configuration
+//! and prints the report the subcommand asks for.
+
+use crate::args::{Cli, Command, Picture};
+use crate::check::CheckReport;
+use crate::describe::DescribeReport;
+use crate::error::{Failure, build_layout};
+use crate::render;
+use crate::report::groups::GroupsReport;
+use crate::report::rank::RankReport;
+use crate::report::{emit, kinds_or_all, parse_kinds, print};
+use crate::suggest::SuggestReport;
+
+/// How a command that did its work ended.
+pub enum Outcome {
+    /// Everything is fine.
+    Done,
+    /// `check --strict` found kinds that must stay inside a node and do not.
+    StrictFailed(String),
+}
+
+/// Runs the command.
+pub fn run(cli: &Cli) -> Result<Outcome, Failure> {
+    match &cli.command {
+        Command::Groups { setup, output } => {
+            let layout = build_layout(&setup.setup()?.config)?;
+            let kinds = kinds_or_all(&layout, &parse_kinds(&output.kinds)?)?;
+            emit(
+                &GroupsReport::new(&layout, kinds, output.full),
+                output.format,
+            )?;
+        }
+        Command::Rank {
+            rank,
+            setup,
+            output,
+        } => {
+            let setup = setup.setup()?;
+            let layout = build_layout(&setup.config)?;
+            let kinds = kinds_or_all(&layout, &parse_kinds(&output.kinds)?)?;
+            let report = RankReport::new(&layout, *rank, &kinds, setup.topology, output.full)?;
+            emit(&report, output.format)?;
+        }
+        Command::Check {
+            setup,
+            kinds,
+            format,
+            require,
+            strict,
+        } => {
+            let setup = setup.setup()?;
+            let layout = build_layout(&setup.config)?;
+            let report = CheckReport::new(
+                &layout,
+                setup.topology,
+                &parse_kinds(kinds)?,
+                &parse_kinds(require)?,
+            )?;
+            emit(&report, *format)?;
+            if *strict && !report.failed().is_empty() {
+                let names: Vec<String> = report.failed().iter().map(|k| k.to_string()).collect();
+                return Ok(Outcome::StrictFailed(format!(
+                    "check --strict: {} groups cross node boundaries",
+                    names.join(", ")
+                )));
+            }
+        }
+        Command::Suggest {
+            setup,
+            priority,
+            top,
+            format,
+        } => {
+            let setup = setup.setup()?;
+            let layout = build_layout(&setup.config)?;
+            let report = SuggestReport::new(&layout, setup.topology, priority.as_deref(), *top)?;
+            emit(&report, *format)?;
+        }
+        Command::Describe { setup } => {
+            let setup = setup.setup()?;
+            let layout = build_layout(&setup.config)?;
+            print(&DescribeReport::new(&layout, &setup.config, setup.topology))?;
+        }
+        Command::Render {
+            setup,
+            kinds,
+            format,
+            max_ranks,
+        } => {
+            let setup = setup.setup()?;
+            let layout = build_layout(&setup.config)?;
+            let kinds = parse_kinds(kinds)?;
+            let html = *format == Picture::Html;
+            let picture =
+                render::Picture::new(&layout, setup.topology, &kinds, (*max_ranks).max(1), html)?;
+            let text = if html {
+                render::html::html(&picture)
+            } else {
+                render::svg::svg(&picture, true)
+            };
+            print(&text)?;
+        }
+    }
+    Ok(Outcome::Done)
+}

@@ -1,0 +1,129 @@
+//! The HTML page of a [`Picture`]: the SVG, a legend per panel (each
+//! group's colour and members) and a tooltip per cell (the rank's node,
+//! coordinates and groups).
+
+use std::fmt::Write;
+
+use super::{Picture, color, escape, svg::svg};
+use crate::format::thousands;
+
+/// The page.
+pub fn html(p: &Picture) -> String {
+    let mut out = String::new();
+    // Writing into a String cannot fail.
+    let _ = write_html(&mut out, p);
+    out
+}
+
+/// Writes the page.
+fn write_html(out: &mut String, p: &Picture) -> std::fmt::Result {
+    writeln!(
+        out,
+        r#"<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>rank-layout: {title}</title>
+<style>
+body {{ font-family: system-ui, sans-serif; margin: 1.5em; color: #111; }}
+#picture {{ overflow: auto; border: 1px solid #ccc; }}
+.cell {{ cursor: crosshair; }}
+.cell:hover rect {{ stroke: #000; stroke-width: 2; }}
+#tip {{ position: fixed; display: none; pointer-events: none; background: #fffff0; border: 1px solid #888;
+  padding: 6px 8px; font: 12px monospace; white-space: pre; box-shadow: 2px 2px 6px rgba(0,0,0,.25); z-index: 10; }}
+.legend {{ display: flex; flex-wrap: wrap; gap: 2em; }}
+.legend section {{ min-width: 16em; }}
+.legend h2 {{ font-size: 1em; margin: 1em 0 .3em; }}
+.legend ul {{ list-style: none; padding: 0; margin: 0; font: 12px monospace; }}
+.swatch {{ display: inline-block; width: 1.2em; height: .9em; margin-right: .4em; vertical-align: middle; border: 1px solid #999; }}
+.hatch {{ background: repeating-linear-gradient(45deg, rgba(0,0,0,.25) 0 2px, transparent 2px 6px); border: 1px dashed #7a1f1f; }}
+</style>
+</head>
+<body>
+<h1>{title}</h1>
+<p>{machine}</p>"#,
+        title = escape(&p.title),
+        machine = escape(&p.machine)
+    )?;
+    if let Some(note) = &p.note {
+        writeln!(out, r#"<p><strong>{}</strong></p>"#, escape(note))?;
+    }
+    writeln!(
+        out,
+        "<p>Hover over a GPU to see its rank's node, coordinates and groups.</p>"
+    )?;
+    writeln!(out, r#"<div id="picture">{}</div>"#, svg(p, false))?;
+    writeln!(out, r#"<div class="legend">"#)?;
+    writeln!(
+        out,
+        r#"<section><h2>Key</h2><ul>
+<li>a row: one node ({} GPUs); a cell: one GPU, labelled with its rank</li>
+<li>a colour: one group of the panel's kind</li>
+<li><span class="swatch" style="background:#fff"></span>in no group of the kind</li>
+<li><span class="swatch" style="background:#f2f2f2"></span>a GPU outside the layout</li>
+<li>&#9679; a rank in several groups (overlapping pipelines)</li>"#,
+        p.gpus_per_node
+    )?;
+    if p.encoder_end.is_some() {
+        writeln!(
+            out,
+            r#"<li><span class="swatch hatch"></span>an encoder rank; the red line is where the decoder starts</li>"#
+        )?;
+    }
+    writeln!(out, "</ul></section>")?;
+    for panel in &p.panels {
+        writeln!(
+            out,
+            "<section><h2>{}: {}</h2><ul>",
+            escape(&panel.kind.to_string()),
+            escape(&panel.heading)
+        )?;
+        for (index, members) in &panel.legend {
+            writeln!(
+                out,
+                r#"<li><span class="swatch" style="background:{}"></span>group {index}: {}</li>"#,
+                color(*index),
+                escape(members)
+            )?;
+        }
+        if panel.legend_more > 0 {
+            writeln!(
+                out,
+                "<li>… {} more groups</li>",
+                thousands(panel.legend_more)
+            )?;
+        }
+        writeln!(out, "</ul></section>")?;
+    }
+    writeln!(out, "</div>")?;
+    let tips: serde_json::Map<String, serde_json::Value> = p
+        .ranks
+        .iter()
+        .zip(&p.tips)
+        .map(|(r, t)| (r.to_string(), serde_json::Value::from(t.as_str())))
+        .collect();
+    // `</` cannot end the script early: JSON escapes nothing there, so
+    // break it up.
+    let data = serde_json::Value::Object(tips)
+        .to_string()
+        .replace("</", "<\\/");
+    writeln!(
+        out,
+        r#"<div id="tip"></div>
+<script>
+const TIPS = {data};
+const tip = document.getElementById("tip");
+document.querySelectorAll(".cell").forEach(function (cell) {{
+  cell.addEventListener("mousemove", function (e) {{
+    tip.textContent = TIPS[cell.dataset.rank] || ("rank " + cell.dataset.rank);
+    tip.style.display = "block";
+    tip.style.left = (e.clientX + 14) + "px";
+    tip.style.top = (e.clientY + 14) + "px";
+  }});
+  cell.addEventListener("mouseleave", function () {{ tip.style.display = "none"; }});
+}});
+</script>
+</body>
+</html>"#
+    )
+}

@@ -1,0 +1,401 @@
+//! `rank-layout render`: a picture of a layout on its machine.
+//!
+//! Nodes are rows, GPUs are cells labelled with their rank, one panel per
+//! kind, each group its own colour; node (and domain) boundaries are drawn
+//! and an encoder's cells are hatched and fenced off from the decoder's.
+//! Past `--max-ranks` only the first nodes, the nodes where the encoder
+//! ends and the last node are drawn, and the picture says so.
+//!
+//! - [`Picture`]: what to draw, computed from the layout (this file);
+//! - [`svg`]: the SVG text;
+//! - [`html`]: the SVG wrapped in a page with a legend and tooltips.
+
+pub mod html;
+pub mod svg;
+
+use rank_layout::{Kind, Layout, Part, Topology};
+
+use crate::error::Failure;
+use crate::format::{Shorten, count, thousands};
+use crate::report::groups::groups_heading;
+use crate::spread::machine_line;
+
+/// The kinds drawn when none is given.
+pub const DEFAULT_KINDS: [Kind; 4] = [Kind::TP, Kind::CP, Kind::PP, Kind::DP];
+
+/// Member lists in tooltips and the legend are not scanned past this many
+/// members (a long list shows its ends instead of a proven step).
+const TOOLTIP_SCAN: usize = 4096;
+
+/// One row of the picture.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Row {
+    /// A node: its GPUs as cells.
+    Node {
+        /// The node's number.
+        node: u32,
+        /// Its domain, with domains.
+        domain: Option<u32>,
+    },
+    /// Nodes left out of a summarised picture.
+    Gap {
+        /// How many nodes are left out.
+        nodes: u64,
+        /// The first and last rank left out.
+        ranks: (u64, u64),
+    },
+}
+
+/// Where one rank is in one kind's groups.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Slot {
+    /// The index (comm-split color) of its first group, `None` when it is in
+    /// no group of the kind.
+    pub index: Option<u32>,
+    /// How many groups of the kind hold it (several where groups overlap).
+    pub groups: usize,
+}
+
+/// One kind's panel.
+#[derive(Debug, Clone)]
+pub struct Panel {
+    /// The kind.
+    pub kind: Kind,
+    /// `"8 groups of 4 ranks"`.
+    pub heading: String,
+    /// The slot of every drawn rank, in [`Picture::ranks`] order.
+    pub slots: Vec<Slot>,
+    /// The legend's lines: colour index and text, for the first groups.
+    pub legend: Vec<(u32, String)>,
+    /// Groups the legend leaves out.
+    pub legend_more: u64,
+}
+
+/// Everything to draw.
+#[derive(Debug, Clone)]
+pub struct Picture {
+    /// The title line.
+    pub title: String,
+    /// The machine line.
+    pub machine: String,
+    /// Set when the picture is summarised: what it leaves out.
+    pub note: Option<String>,
+    /// GPUs per node: cells per row.
+    pub gpus_per_node: u32,
+    /// The layout's ranks: `[first, end)`.
+    pub first: u64,
+    /// One past the last rank.
+    pub end: u64,
+    /// One past the last encoder rank, with an encoder.
+    pub encoder_end: Option<u64>,
+    /// The rows, top to bottom.
+    pub rows: Vec<Row>,
+    /// Every drawn rank, ascending.
+    pub ranks: Vec<u32>,
+    /// The panels, left to right.
+    pub panels: Vec<Panel>,
+    /// Per drawn rank (same order as `ranks`): its coordinates and groups,
+    /// for tooltips.
+    pub tips: Vec<String>,
+}
+
+/// Legend lines listed per kind at most.
+const LEGEND_GROUPS: u64 = 48;
+
+impl Picture {
+    /// The picture of `kinds` of `layout` (the default four when empty) on
+    /// `topology`, drawing every rank up to `max_ranks`, with tooltips when
+    /// `tips`.
+    ///
+    /// # Errors
+    /// [`Failure::Input`] for a kind `layout` does not have.
+    pub fn new(
+        layout: &Layout,
+        topology: Topology,
+        kinds: &[Kind],
+        max_ranks: u32,
+        tips: bool,
+    ) -> Result<Picture, Failure> {
+        let kinds = if kinds.is_empty() {
+            DEFAULT_KINDS.to_vec()
+        } else {
+            kinds.to_vec()
+        };
+        let g = topology.gpus_per_node();
+        let first = u64::from(layout.rank_offset());
+        let end = layout.rank_end();
+        let last = end.saturating_sub(1);
+        let node_of = |r: u64| r / u64::from(g);
+        let encoder_end = layout
+            .has_encoder()
+            .then(|| first + u64::from(layout.encoder_world_size()));
+        if g > max_ranks {
+            return Err(Failure::Message(format!(
+                "one node of {g} GPUs is more than --max-ranks {max_ranks} cells: raise --max-ranks or give fewer --gpus-per-node"
+            )));
+        }
+        let (first_node, last_node) = (node_of(first), node_of(last));
+        let all_nodes = last_node - first_node + 1;
+
+        // The nodes to draw: all, or the first ones, those around the
+        // encoder's end and the last.
+        let mut nodes: Vec<u64> = if end - first <= u64::from(max_ranks) {
+            (first_node..=last_node).collect()
+        } else {
+            let head = (u64::from(max_ranks) / 2 / u64::from(g)).max(1);
+            let mut nodes: Vec<u64> =
+                (first_node..(first_node + head).min(last_node + 1)).collect();
+            if let Some(e) = encoder_end {
+                nodes.extend([node_of(e.saturating_sub(1)), node_of(e.min(last))]);
+            }
+            nodes.push(last_node);
+            nodes
+        };
+        nodes.sort_unstable();
+        nodes.dedup();
+
+        let mut rows = Vec::new();
+        let mut ranks = Vec::new();
+        let mut previous: Option<u64> = None;
+        for node in &nodes {
+            if let Some(p) = previous {
+                if *node > p + 1 {
+                    rows.push(Row::Gap {
+                        nodes: node - p - 1,
+                        ranks: ((p + 1) * u64::from(g), node * u64::from(g) - 1),
+                    });
+                }
+            }
+            previous = Some(*node);
+            let node32 = u32::try_from(*node).unwrap_or(u32::MAX);
+            rows.push(Row::Node {
+                node: node32,
+                domain: topology.domain(node32.saturating_mul(g)),
+            });
+            let lo = (node * u64::from(g)).max(first);
+            let hi = ((node + 1) * u64::from(g)).min(end);
+            ranks.extend((lo..hi).filter_map(|r| u32::try_from(r).ok()));
+        }
+
+        let note = (nodes.len() as u64 != all_nodes).then(|| {
+            format!(
+                "summarised: {} ranks are more than --max-ranks {}; drawing {} of the {} nodes (the first ones{} and the last)",
+                thousands(end - first),
+                thousands(u64::from(max_ranks)),
+                thousands(nodes.len() as u64),
+                thousands(all_nodes),
+                if encoder_end.is_some() {
+                    ", those where the encoder ends"
+                } else {
+                    ""
+                }
+            )
+        });
+
+        let panels = kinds
+            .iter()
+            .map(|kind| panel(layout, *kind, &ranks))
+            .collect::<Result<Vec<_>, _>>()?;
+        let tips = if tips {
+            ranks
+                .iter()
+                .map(|r| tooltip(layout, &topology, *r, &kinds))
+                .collect::<Result<Vec<_>, _>>()?
+        } else {
+            Vec::new()
+        };
+
+        let s = layout.sizes();
+        let mut title = format!(
+            "{}: tp={} cp={} ep={} dp={} pp={}, order {}",
+            count(end - first, "rank", "ranks"),
+            s.tp,
+            s.cp,
+            s.ep,
+            s.dp,
+            s.pp,
+            layout.config().order
+        );
+        if let Some(e) = layout.encoder_sizes() {
+            title.push_str(&format!(
+                "; encoder tp={} pp={} on ranks {first}..{}",
+                e.tp,
+                e.pp,
+                encoder_end.unwrap_or(first).saturating_sub(1)
+            ));
+        }
+        if layout.config().etp.is_some() {
+            title.push_str(&format!(" (folded experts: etp={} edp={})", s.etp, s.edp));
+        }
+        Ok(Picture {
+            title,
+            machine: format!(
+                "{}; a row per node, a cell per GPU labelled with its rank, a colour per group",
+                machine_line(layout, &topology)
+            ),
+            note,
+            gpus_per_node: g,
+            first,
+            end,
+            encoder_end,
+            rows,
+            ranks,
+            panels,
+            tips,
+        })
+    }
+
+    /// Whether `rank` is an encoder rank.
+    pub fn is_encoder(&self, rank: u64) -> bool {
+        self.encoder_end.is_some_and(|e| rank < e)
+    }
+}
+
+/// The panel of `kind`: where each drawn rank is among its groups.
+fn panel(layout: &Layout, kind: Kind, ranks: &[u32]) -> Result<Panel, Failure> {
+    let groups = layout.groups(kind)?;
+    let heading = groups_heading(&groups);
+    let slots = ranks
+        .iter()
+        .map(|r| {
+            let m = layout.memberships(*r, kind)?;
+            Ok(Slot {
+                index: m.first().map(|m| m.index),
+                groups: m.len(),
+            })
+        })
+        .collect::<Result<Vec<_>, Failure>>()?;
+    let how = Shorten {
+        full: false,
+        scan_limit: TOOLTIP_SCAN,
+    };
+    let total = groups.len() as u64;
+    let legend = groups
+        .take(LEGEND_GROUPS as usize)
+        .enumerate()
+        .map(|(i, group)| (i as u32, how.members(&group)))
+        .collect();
+    Ok(Panel {
+        kind,
+        heading,
+        slots,
+        legend,
+        legend_more: total.saturating_sub(LEGEND_GROUPS),
+    })
+}
+
+/// The tooltip of `rank`: node, coordinates and its groups of `kinds`.
+fn tooltip(
+    layout: &Layout,
+    topology: &Topology,
+    rank: u32,
+    kinds: &[Kind],
+) -> Result<String, Failure> {
+    let p = layout.placement(rank)?;
+    let mut text = format!(
+        "rank {rank}: node {}, GPU {}",
+        topology.node(rank),
+        topology.local(rank)
+    );
+    if let Some(d) = topology.domain(rank) {
+        text.push_str(&format!(", domain {d}"));
+    }
+    if layout.has_encoder() {
+        text.push_str(&format!(" ({})", p.part));
+    }
+    text.push_str(&format!(
+        "\ntp={} cp={} dp={} pp={}  expert: etp={} ep={} edp={}",
+        p.coord.tp, p.coord.cp, p.coord.dp, p.coord.pp, p.expert.etp, p.expert.ep, p.expert.edp
+    ));
+    let how = Shorten {
+        full: false,
+        scan_limit: TOOLTIP_SCAN,
+    };
+    for kind in kinds {
+        let memberships = layout.memberships(rank, *kind)?;
+        if memberships.is_empty() {
+            text.push_str(&format!("\n{kind}: in no group"));
+        }
+        for m in memberships {
+            text.push_str(&format!(
+                "\n{kind}: group {} (key {}): {}",
+                m.index,
+                m.key,
+                how.members(&m.group)
+            ));
+        }
+    }
+    if p.part == Part::Encoder {
+        text.push_str("\n(encoder grid)");
+    }
+    Ok(text)
+}
+
+/// The fill colour of group `index` as `#rrggbb`: hues a golden angle
+/// apart, so that neighbouring groups differ, light enough for a dark
+/// label.
+pub fn color(index: u32) -> String {
+    let hue = (f64::from(index) * 137.507_764) % 360.0;
+    let light = match index % 3 {
+        0 => 0.82,
+        1 => 0.72,
+        _ => 0.90,
+    };
+    let sat = match (index / 3) % 3 {
+        0 => 0.70,
+        1 => 0.60,
+        _ => 0.80,
+    };
+    let [r, g, b] = hsl_to_rgb(hue, sat, light);
+    format!("#{r:02x}{g:02x}{b:02x}")
+}
+
+/// An HSL colour (hue in degrees, saturation and lightness in 0..=1) as
+/// 8-bit RGB.
+fn hsl_to_rgb(hue: f64, sat: f64, light: f64) -> [u8; 3] {
+    let c = (1.0 - (2.0 * light - 1.0).abs()) * sat;
+    let h = hue / 60.0;
+    let x = c * (1.0 - (h % 2.0 - 1.0).abs());
+    let (r, g, b) = match h as u32 {
+        0 => (c, x, 0.0),
+        1 => (x, c, 0.0),
+        2 => (0.0, c, x),
+        3 => (0.0, x, c),
+        4 => (x, 0.0, c),
+        _ => (c, 0.0, x),
+    };
+    let m = light - c / 2.0;
+    let byte = |v: f64| ((v + m) * 255.0).round().clamp(0.0, 255.0) as u8;
+    [byte(r), byte(g), byte(b)]
+}
+
+/// `s` with the five XML special characters escaped.
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn colours() {
+        assert_eq!(hsl_to_rgb(0.0, 1.0, 0.5), [255, 0, 0]);
+        assert_eq!(hsl_to_rgb(120.0, 1.0, 0.5), [0, 255, 0]);
+        assert_eq!(hsl_to_rgb(240.0, 1.0, 0.5), [0, 0, 255]);
+        assert_eq!(hsl_to_rgb(0.0, 0.0, 1.0), [255, 255, 255]);
+        assert_ne!(color(0), color(1));
+        assert_eq!(escape("a<b & \"c\""), "a&lt;b &amp; &quot;c&quot;");
+    }
+}

@@ -1,0 +1,229 @@
+//! `rank-layout groups`: every group of some kinds of a layout.
+
+use std::fmt;
+
+use rank_layout::{Config, Group, Groups, Kind, Layout};
+use serde::ser::{Serialize, SerializeMap, Serializer};
+
+use super::Entries;
+use crate::format::{Shorten, count, thousands, write_members};
+
+/// Kinds with more groups than this list only the first [`HEAD_ROWS`] and
+/// the last [`TAIL_ROWS`] in the table format (unless `--full`).
+const MAX_ROWS: usize = 64;
+/// Groups listed first when a kind has more than [`MAX_ROWS`].
+const HEAD_ROWS: usize = 32;
+/// Groups listed last when a kind has more than [`MAX_ROWS`].
+const TAIL_ROWS: usize = 4;
+
+/// The groups of some kinds of a layout.
+///
+/// Groups are computed while printing or serializing, never stored.
+#[derive(Debug, Clone)]
+pub struct GroupsReport<'a> {
+    layout: &'a Layout,
+    kinds: Vec<Kind>,
+    full: bool,
+}
+
+impl<'a> GroupsReport<'a> {
+    /// A report of `kinds` (kinds of `layout`, checked by the caller); the
+    /// table lists every member and group when `full`.
+    pub fn new(layout: &'a Layout, kinds: Vec<Kind>, full: bool) -> GroupsReport<'a> {
+        GroupsReport {
+            layout,
+            kinds,
+            full,
+        }
+    }
+}
+
+/// Writes the two lines that name a layout: world, order, offset, sizes.
+pub fn write_layout_header(f: &mut impl fmt::Write, l: &Layout) -> fmt::Result {
+    let c = l.config();
+    write!(
+        f,
+        "world_size {}  order {}  rank_offset {}\ntp={} cp={} ep={} dp={} pp={}",
+        l.world_size(),
+        c.order,
+        c.rank_offset,
+        c.tp,
+        c.cp,
+        c.ep,
+        c.dp.unwrap_or(1),
+        c.pp
+    )?;
+    if let Some(etp) = c.etp {
+        write!(f, " etp={etp} edp={} (folded)", l.sizes().edp)?;
+    }
+    if let (Some(etp), Some(epp)) = (c.encoder_tp, c.encoder_pp) {
+        write!(
+            f,
+            " encoder_tp={etp} encoder_pp={epp} (encoder ranks {}..{})",
+            l.rank_offset(),
+            u64::from(l.rank_offset()) + u64::from(l.encoder_world_size())
+        )?;
+    }
+    if !l.hierarchical_cp().is_empty() {
+        let levels: Vec<String> = l.hierarchical_cp().iter().map(u32::to_string).collect();
+        write!(f, " hierarchical_cp={}", levels.join(","))?;
+    }
+    if l.dist_opt_instances() > 1 {
+        write!(f, " dist_opt_instances={}", l.dist_opt_instances())?;
+    }
+    writeln!(f)
+}
+
+/// `"16 groups of 4 ranks"`, or `"of 1 or 2 ranks"` when the encoder's
+/// groups and the decoder's differ in size (their groups come in at most
+/// two runs, so the first and last group give the sizes).
+pub fn groups_heading(groups: &Groups<'_>) -> String {
+    let n = groups.len() as u64;
+    let mut ends = groups.clone();
+    let first = ends.next().map_or(0, |g| g.len());
+    let last = ends.next_back().map_or(first, |g| g.len());
+    let (small, large) = (first.min(last), first.max(last));
+    let sizes = if small == large {
+        count(small as u64, "rank", "ranks")
+    } else {
+        format!("{small} or {}", count(large as u64, "rank", "ranks"))
+    };
+    format!("{} of {sizes}", count(n, "group", "groups"))
+}
+
+/// One table row: index, size, members.
+fn write_row(
+    f: &mut fmt::Formatter<'_>,
+    index: usize,
+    group: &Group,
+    widths: (usize, usize),
+    how: Shorten,
+) -> fmt::Result {
+    write!(
+        f,
+        "  {index:>iw$}  {:>sw$}  ",
+        group.len(),
+        iw = widths.0,
+        sw = widths.1
+    )?;
+    write_members(f, group, how)?;
+    writeln!(f)
+}
+
+impl fmt::Display for GroupsReport<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let l = self.layout;
+        write_layout_header(f, l)?;
+        writeln!(
+            f,
+            "index = the group's comm-split color; key = a rank's position in the member list (its comm-split key)"
+        )?;
+        let how = Shorten::new(self.full);
+        for kind in &self.kinds {
+            let Ok(groups) = l.groups(*kind) else {
+                continue;
+            };
+            writeln!(f, "\n{kind} ({})", groups_heading(&groups))?;
+            let n = groups.len();
+            let widths = (
+                "index".len().max(n.saturating_sub(1).to_string().len()),
+                "size".len().max(l.world_size().to_string().len().min(10)),
+            );
+            writeln!(
+                f,
+                "  {:>iw$}  {:>sw$}  members",
+                "index",
+                "size",
+                iw = widths.0,
+                sw = widths.1
+            )?;
+            if self.full || n <= MAX_ROWS {
+                for (i, group) in groups.enumerate() {
+                    write_row(f, i, &group, widths, how)?;
+                }
+                continue;
+            }
+            for (i, group) in groups.clone().take(HEAD_ROWS).enumerate() {
+                write_row(f, i, &group, widths, how)?;
+            }
+            let hidden = n - HEAD_ROWS - TAIL_ROWS;
+            writeln!(
+                f,
+                "  {:>iw$}  … {} not shown (indexes {HEAD_ROWS}..{}; --full lists them, `rank R` shows one rank's)",
+                "",
+                count(hidden as u64, "group", "groups"),
+                n - TAIL_ROWS - 1,
+                iw = widths.0
+            )?;
+            for (i, group) in groups.enumerate().skip(n - TAIL_ROWS) {
+                write_row(f, i, &group, widths, how)?;
+            }
+        }
+        if !self.full && self.kinds.iter().any(|k| is_shortened(l, *k)) {
+            writeln!(
+                f,
+                "\n(long lists shortened: first..last step s (n ranks) is an arithmetic run, both ends included; --full or --format json lists every member of the {} ranks)",
+                thousands(u64::from(l.world_size()))
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Whether the table of `kind` shortens something: more groups than it
+/// lists, or a group longer than a short list.
+fn is_shortened(layout: &Layout, kind: Kind) -> bool {
+    layout.groups(kind).is_ok_and(|groups| {
+        let mut ends = groups.clone();
+        let longest = ends
+            .next()
+            .map_or(0, |g| g.len())
+            .max(ends.next_back().map_or(0, |g| g.len()));
+        groups.len() > MAX_ROWS || longest > crate::format::SHORT_LIST
+    })
+}
+
+/// The members of a group, as a JSON array.
+struct AllGroups<'a>(Groups<'a>);
+
+impl Serialize for AllGroups<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.clone().map(|g| g.to_vec()))
+    }
+}
+
+/// The resolved configuration, with the derived expert and encoder sizes.
+#[derive(serde::Serialize)]
+struct ConfigOut<'a> {
+    #[serde(flatten)]
+    config: &'a Config,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    edp: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    encoder_world_size: Option<u32>,
+}
+
+impl Serialize for GroupsReport<'_> {
+    /// `{"world_size": .., "config": {..}, "groups": {kind: [[rank, ..], ..]}}`
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let l = self.layout;
+        let config = l.config();
+        let mut map = s.serialize_map(Some(3))?;
+        map.serialize_entry("world_size", &l.world_size())?;
+        map.serialize_entry(
+            "config",
+            &ConfigOut {
+                config,
+                edp: config.etp.map(|_| l.sizes().edp),
+                encoder_world_size: l.has_encoder().then(|| l.encoder_world_size()),
+            },
+        )?;
+        let groups: Vec<(String, AllGroups<'_>)> = self
+            .kinds
+            .iter()
+            .filter_map(|k| Some((k.to_string(), AllGroups(l.groups(*k).ok()?))))
+            .collect();
+        map.serialize_entry("groups", &Entries(&groups))?;
+        map.end()
+    }
+}

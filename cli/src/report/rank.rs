@@ -1,0 +1,233 @@
+//! `rank-layout rank R`: one rank's card (table) or its SPEC 5 JSON.
+
+use std::fmt;
+
+use rank_layout::{Kind, Layout, Membership, Part, Placement, Sizes, Topology};
+use serde::ser::{Serialize, SerializeMap, Serializer};
+
+use super::Entries;
+use crate::error::{Failure, rank_outside};
+use crate::format::{Shorten, thousands, write_members};
+
+/// One rank's view: where it sits, on which node, its groups of some kinds
+/// and its pipeline neighbours.
+#[derive(Debug, Clone)]
+pub struct RankReport {
+    has_encoder: bool,
+    placement: Placement,
+    /// The sizes of the rank's grid.
+    sizes: Sizes,
+    order: String,
+    world_size: u32,
+    first: u32,
+    topology: Topology,
+    prev: Vec<u32>,
+    next: Vec<u32>,
+    groups: Vec<(Kind, Vec<Membership>)>,
+    how: Shorten,
+}
+
+impl RankReport {
+    /// The view of `rank` for `kinds` (kinds of `layout`, checked by the
+    /// caller) on `topology`; the card lists every member when `full`.
+    ///
+    /// # Errors
+    /// [`Failure::Input`] for a rank outside the layout (with a hint at
+    /// `--world-size`).
+    pub fn new(
+        layout: &Layout,
+        rank: u64,
+        kinds: &[Kind],
+        topology: Topology,
+        full: bool,
+    ) -> Result<RankReport, Failure> {
+        let outside = || rank_outside(layout, rank);
+        let rank = u32::try_from(rank).map_err(|_| outside())?;
+        let placement = layout.placement(rank).map_err(|_| outside())?;
+        let groups = kinds
+            .iter()
+            .map(|kind| Ok((*kind, layout.memberships(rank, *kind)?)))
+            .collect::<Result<_, Failure>>()?;
+        let sizes = match placement.part {
+            Part::Encoder => layout.encoder_sizes().unwrap_or_else(|| layout.sizes()),
+            Part::Decoder => layout.sizes(),
+        };
+        Ok(RankReport {
+            has_encoder: layout.has_encoder(),
+            placement,
+            sizes,
+            order: layout.config().order.to_string(),
+            world_size: layout.world_size(),
+            first: layout.rank_offset(),
+            topology,
+            prev: layout.pipeline_prev(rank)?,
+            next: layout.pipeline_next(rank)?,
+            groups,
+            how: Shorten::new(full),
+        })
+    }
+}
+
+/// Ranks joined by `, `, or `none (why)`.
+fn neighbours(ranks: &[u32], none: &str) -> String {
+    if ranks.is_empty() {
+        return format!("none ({none})");
+    }
+    ranks
+        .iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl fmt::Display for RankReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let p = &self.placement;
+        let s = &self.sizes;
+        let end = u64::from(self.first) + u64::from(self.world_size) - 1;
+        writeln!(
+            f,
+            "rank {} of {} (ranks {}..{end}, both included), order {}",
+            p.rank,
+            thousands(u64::from(self.world_size)),
+            self.first,
+            self.order
+        )?;
+        let grid = if self.has_encoder {
+            format!("{} grid ", p.part)
+        } else {
+            String::new()
+        };
+        writeln!(
+            f,
+            "grid      {grid}tp={} cp={} ep={} dp={} pp={}  expert: etp={} edp={}",
+            s.tp, s.cp, s.ep, s.dp, s.pp, s.etp, s.edp
+        )?;
+        writeln!(
+            f,
+            "coord     tp={} cp={} dp={} pp={}  expert: etp={} ep={} edp={}",
+            p.coord.tp, p.coord.cp, p.coord.dp, p.coord.pp, p.expert.etp, p.expert.ep, p.expert.edp
+        )?;
+        let t = &self.topology;
+        write!(
+            f,
+            "node      {}, local GPU {} ({} GPUs per node)",
+            thousands(u64::from(t.node(p.rank))),
+            t.local(p.rank),
+            t.gpus_per_node()
+        )?;
+        if let (Some(domain), Some(m)) = (t.domain(p.rank), t.nodes_per_domain()) {
+            write!(f, ", domain {domain} ({m} nodes per domain)")?;
+        }
+        writeln!(f)?;
+        writeln!(
+            f,
+            "pipeline  stage {} of {}: previous {}; next {}",
+            p.coord.pp,
+            s.pp,
+            neighbours(&self.prev, "first stage"),
+            neighbours(&self.next, "last stage")
+        )?;
+        writeln!(
+            f,
+            "\ncolor = the group's index among its kind's groups (comm-split color); key = this rank's position in it"
+        )?;
+        let width = self
+            .groups
+            .iter()
+            .map(|(k, _)| k.to_string().len())
+            .max()
+            .unwrap_or(4)
+            .max(4);
+        let number = thousands(u64::from(self.world_size)).len().max(5);
+        writeln!(
+            f,
+            "{:<width$}  {:>number$}  {:>number$}  {:>number$}  members",
+            "kind", "color", "key", "size"
+        )?;
+        for (kind, memberships) in &self.groups {
+            if memberships.is_empty() {
+                writeln!(
+                    f,
+                    "{kind:<width$}  {:>number$}  (in no group of this kind)",
+                    "-"
+                )?;
+            }
+            for m in memberships {
+                write!(
+                    f,
+                    "{kind:<width$}  {:>number$}  {:>number$}  {:>number$}  ",
+                    m.index,
+                    m.key,
+                    m.group.len()
+                )?;
+                write_members(f, &m.group, self.how)?;
+                writeln!(f)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A group's members as a JSON array.
+struct Ranks<'a>(&'a rank_layout::Group);
+
+impl Serialize for Ranks<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter())
+    }
+}
+
+/// `{"index", "key", "members"}`.
+struct MembershipOut<'a>(&'a Membership);
+
+impl Serialize for MembershipOut<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(3))?;
+        map.serialize_entry("index", &self.0.index)?;
+        map.serialize_entry("key", &self.0.key)?;
+        map.serialize_entry("members", &Ranks(&self.0.group))?;
+        map.end()
+    }
+}
+
+/// A list of memberships.
+struct MembershipsOut<'a>(&'a [Membership]);
+
+impl Serialize for MembershipsOut<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(MembershipOut))
+    }
+}
+
+impl Serialize for RankReport {
+    /// `{"rank": .., "coord": {..}, "groups": {kind: [{"index", "key", "members"}]}}`
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let p = &self.placement;
+        let mut map = s.serialize_map(Some(3))?;
+        map.serialize_entry("rank", &p.rank)?;
+        let mut coord: Vec<(String, serde_json::Value)> = Vec::new();
+        if self.has_encoder {
+            coord.push(("grid".into(), p.part.name().into()));
+        }
+        for (name, value) in [
+            ("tp", p.coord.tp),
+            ("cp", p.coord.cp),
+            ("ep", p.expert.ep),
+            ("dp", p.coord.dp),
+            ("pp", p.coord.pp),
+            ("etp", p.expert.etp),
+            ("edp", p.expert.edp),
+        ] {
+            coord.push((name.into(), value.into()));
+        }
+        map.serialize_entry("coord", &Entries(&coord))?;
+        let groups: Vec<(String, MembershipsOut<'_>)> = self
+            .groups
+            .iter()
+            .map(|(k, m)| (k.to_string(), MembershipsOut(m)))
+            .collect();
+        map.serialize_entry("groups", &Entries(&groups))?;
+        map.end()
+    }
+}

@@ -1,0 +1,193 @@
+//! Where each kind's groups fall on the machine: the library's
+//! [`Spread`] per kind, the kinds whose traffic needs a node's bandwidth,
+//! and the table both `check` and `suggest` print.
+
+use std::fmt;
+
+use rank_layout::{Kind, Layout, Spread, Topology};
+use serde::Serialize;
+
+use crate::error::Failure;
+use crate::format::{count, thousands};
+
+/// One kind and how its groups fall.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KindSpread {
+    /// The kind.
+    pub kind: Kind,
+    /// How its groups fall on nodes and domains.
+    pub spread: Spread,
+}
+
+/// The spread of every kind of `kinds` on `topology`, computed from the
+/// grid's strides (no group is listed for the grid kinds).
+///
+/// # Errors
+/// [`Failure::Input`] for a kind `layout` does not have.
+pub fn spreads(
+    layout: &Layout,
+    kinds: &[Kind],
+    topology: &Topology,
+) -> Result<Vec<KindSpread>, Failure> {
+    kinds
+        .iter()
+        .map(|kind| {
+            Ok(KindSpread {
+                kind: *kind,
+                spread: layout.spread(*kind, topology)?,
+            })
+        })
+        .collect()
+}
+
+/// The kinds whose traffic should stay inside a node by default, those of
+/// them that `layout` has: tp, cp (hcp-0, the innermost level, instead when
+/// context parallelism is hierarchical), ep and etp.
+pub fn critical_kinds(layout: &Layout) -> Vec<Kind> {
+    let cp = if layout.hierarchical_cp().is_empty() {
+        Kind::CP
+    } else {
+        Kind::hcp(0)
+    };
+    [Kind::TP, cp, Kind::EP, Kind::ETP]
+        .into_iter()
+        .filter(|k| layout.kinds().contains(k))
+        .collect()
+}
+
+/// What travels in groups of `kind`, for warnings.
+pub fn traffic(kind: Kind) -> String {
+    match kind {
+        k if k == Kind::TP => "tensor-parallel traffic".into(),
+        k if k == Kind::CP => "context-parallel traffic".into(),
+        k if k == Kind::EP => "the expert-parallel all-to-all".into(),
+        k if k == Kind::ETP => "expert tensor-parallel traffic".into(),
+        k if k == Kind::DP => "data-parallel gradient reduction".into(),
+        k if k == Kind::PP => "pipeline traffic".into(),
+        Kind::Hcp(level) => format!("context-parallel traffic (level {level})"),
+        other => format!("{other} traffic"),
+    }
+}
+
+/// The JSON of one spread: `{"groups", "size", "cross_node_groups",
+/// "max_nodes_per_group", "cross_domain_groups", "max_domains_per_group"}`
+/// (the domain counts are `null` without `--nodes-per-domain`).
+#[derive(Debug, Serialize)]
+pub struct SpreadOut {
+    groups: u32,
+    size: u32,
+    cross_node_groups: u32,
+    max_nodes_per_group: u32,
+    cross_domain_groups: Option<u32>,
+    max_domains_per_group: Option<u32>,
+}
+
+impl From<Spread> for SpreadOut {
+    fn from(s: Spread) -> SpreadOut {
+        SpreadOut {
+            groups: s.groups,
+            size: s.size,
+            cross_node_groups: s.cross_node_groups,
+            max_nodes_per_group: s.max_nodes_per_group,
+            cross_domain_groups: s.cross_domain_groups,
+            max_domains_per_group: s.max_domains_per_group,
+        }
+    }
+}
+
+/// The machine a layout occupies, in words: `64 ranks on 8 nodes of 8
+/// GPUs (2 domains of 4 nodes)`.
+pub fn machine_line(layout: &Layout, topology: &Topology) -> String {
+    let first = layout.rank_offset();
+    let last = u32::try_from(layout.rank_end().saturating_sub(1)).unwrap_or(u32::MAX);
+    let nodes = topology.node(last) - topology.node(first) + 1;
+    let mut line = format!(
+        "{} on {} of {} GPUs",
+        count(u64::from(layout.world_size()), "rank", "ranks"),
+        count(u64::from(nodes), "node", "nodes"),
+        topology.gpus_per_node()
+    );
+    if let (Some(a), Some(b), Some(m)) = (
+        topology.domain(first),
+        topology.domain(last),
+        topology.nodes_per_domain(),
+    ) {
+        line.push_str(&format!(
+            " in {} of {m} nodes",
+            count(u64::from(b - a + 1), "domain", "domains")
+        ));
+    }
+    if first % topology.gpus_per_node() != 0 {
+        line.push_str(&format!(
+            " (rank_offset {first} starts mid-node, at local GPU {})",
+            topology.local(first)
+        ));
+    }
+    line
+}
+
+/// The per-kind table of `check` and `suggest`.
+pub struct SpreadTable<'a>(pub &'a [KindSpread]);
+
+impl fmt::Display for SpreadTable<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let domains = self
+            .0
+            .iter()
+            .any(|k| k.spread.cross_domain_groups.is_some());
+        let number = |n: u32| thousands(u64::from(n));
+        let mut header = vec!["kind", "groups", "size", "cross-node", "max nodes"];
+        if domains {
+            header.extend(["cross-domain", "max domains"]);
+        }
+        let rows: Vec<Vec<String>> = self
+            .0
+            .iter()
+            .map(|KindSpread { kind, spread: s }| {
+                let mut row = vec![
+                    kind.to_string(),
+                    number(s.groups),
+                    number(s.size),
+                    number(s.cross_node_groups),
+                    number(s.max_nodes_per_group),
+                ];
+                if let (Some(c), Some(m)) = (s.cross_domain_groups, s.max_domains_per_group) {
+                    row.extend([number(c), number(m)]);
+                } else if domains {
+                    row.extend(["-".to_owned(), "-".to_owned()]);
+                }
+                row
+            })
+            .collect();
+        // Each column as wide as its widest cell: the kind left-aligned,
+        // the numbers right-aligned.
+        let widths: Vec<usize> = header
+            .iter()
+            .enumerate()
+            .map(|(i, h)| {
+                rows.iter()
+                    .filter_map(|r| r.get(i))
+                    .map(String::len)
+                    .chain([h.len()])
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let line = |f: &mut fmt::Formatter<'_>, cells: &[&str]| -> fmt::Result {
+            for (i, (cell, width)) in cells.iter().zip(&widths).enumerate() {
+                if i == 0 {
+                    write!(f, "{cell:<width$}")?;
+                } else {
+                    write!(f, "  {cell:>width$}")?;
+                }
+            }
+            writeln!(f)
+        };
+        line(f, &header)?;
+        for row in &rows {
+            let cells: Vec<&str> = row.iter().map(String::as_str).collect();
+            line(f, &cells)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,197 @@
+//! What goes in: JSON and TOML configuration files with the same keys as
+//! the flags, Megatron-LM's flag names, and the nearest valid world sizes
+//! of a divisibility error.
+
+mod common;
+
+use common::{fails_with, json, stdout, temp_dir};
+
+/// Every command whose output depends on the configuration, with `args`.
+fn outputs(args: &str) -> Vec<String> {
+    [
+        "groups --format json",
+        "rank 13 --format json",
+        "rank 13",
+        "check --format json",
+        "describe",
+    ]
+    .iter()
+    .map(|command| stdout(&format!("{command} {args}")))
+    .collect()
+}
+
+#[test]
+fn toml_and_json_configs_are_equal() {
+    let dir = temp_dir("configs");
+    let json_path = dir.join("layout.json");
+    let toml_path = dir.join("layout.toml");
+    // Every key of the layout and the machine, in both formats.
+    std::fs::write(
+        &json_path,
+        r#"{"tp": 2, "cp": 2, "ep": 1, "pp": 2, "world_size": 32, "order": "tp-cp-dp-pp",
+            "rank_offset": 8, "expert_layout": "folded", "etp": 1,
+            "hierarchical_cp": [2], "dist_opt_instances": 2,
+            "gpus_per_node": 4, "nodes_per_domain": 2}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        &toml_path,
+        r#"# the same layout
+tp = 2
+cp = 2
+ep = 1
+pp = 2
+world_size = 32
+order = "tp-cp-dp-pp"
+rank_offset = 8
+expert_layout = "folded"
+etp = 1
+hierarchical_cp = [2]
+dist_opt_instances = 2
+gpus_per_node = 4
+nodes_per_domain = 2
+"#,
+    )
+    .unwrap();
+    let from_json = outputs(&format!("--config {}", json_path.display()));
+    let from_toml = outputs(&format!("--config {}", toml_path.display()));
+    let from_flags = outputs(
+        "--tp 2 --cp 2 --ep 1 --pp 2 --world-size 32 --order tp-cp-dp-pp --rank-offset 8 \
+         --expert-layout folded --etp 1 --hierarchical-cp 2 --dist-opt-instances 2 \
+         --gpus-per-node 4 --nodes-per-domain 2",
+    );
+    assert_eq!(from_json, from_toml);
+    assert_eq!(from_json, from_flags);
+    // And the values are those of that layout: dp = 32 / (2*2*2) = 4,
+    // ranks 8..39; rank 13 is position 5 = 1 + 2*0 + 4*1 (tp fastest, then
+    // cp, then dp): tp=1, cp=0, dp=1.
+    let v = json(&format!(
+        "rank 13 --config {} --format json",
+        toml_path.display()
+    ));
+    assert_eq!(v["coord"]["tp"], 1);
+    assert_eq!(v["coord"]["cp"], 0);
+    assert_eq!(v["coord"]["dp"], 1);
+    let v = json(&format!(
+        "groups --config {} --format json --kind tp",
+        toml_path.display()
+    ));
+    assert_eq!(v["config"]["dp"], 4);
+    assert_eq!(v["groups"]["tp"][0], serde_json::json!([8, 9]));
+    // The machine keys come from the file too: 4 GPUs per node.
+    let text = stdout(&format!(
+        "rank 13 --config {} --kind tp",
+        toml_path.display()
+    ));
+    assert!(
+        text.contains("node      3, local GPU 1 (4 GPUs per node), domain 1"),
+        "{text}"
+    );
+    // Flags override the file.
+    let v = json(&format!(
+        "groups --config {} --tp 4 --etp 1 --format json --kind tp",
+        toml_path.display()
+    ));
+    assert_eq!(v["groups"]["tp"][0], serde_json::json!([8, 9, 10, 11]));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn bad_config_files_name_the_file() {
+    let dir = temp_dir("bad-configs");
+    let toml_path = dir.join("bad.toml");
+    std::fs::write(&toml_path, "tp = 2\ntensor = 4\n").unwrap();
+    let p = toml_path.display().to_string();
+    let err = fails_with(&format!("groups --config {p}"), "tensor");
+    assert!(err.contains(&p), "{err}");
+    std::fs::write(&toml_path, "tp = [2\n").unwrap();
+    fails_with(&format!("groups --config {p}"), &p);
+    // A file without an extension is read by its first character.
+    let plain = dir.join("layout");
+    std::fs::write(&plain, "tp = 2\nworld_size = 4\n").unwrap();
+    let v = json(&format!(
+        "groups --config {} --format json --kind tp",
+        plain.display()
+    ));
+    assert_eq!(v["groups"]["tp"][1], serde_json::json!([2, 3]));
+    std::fs::write(&plain, r#"{"tp": 2, "world_size": 4}"#).unwrap();
+    let v = json(&format!(
+        "groups --config {} --format json --kind tp",
+        plain.display()
+    ));
+    assert_eq!(v["groups"]["tp"][1], serde_json::json!([2, 3]));
+    let list = dir.join("list.json");
+    std::fs::write(&list, "[1, 2]").unwrap();
+    fails_with(
+        &format!("groups --config {}", list.display()),
+        "expected a table",
+    );
+    fails_with(
+        "groups --gpus-per-node 0",
+        "gpus_per_node must be at least 1",
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn megatron_flag_names_are_aliases() {
+    let pairs = [
+        (
+            "--tensor-model-parallel-size 2 --pipeline-model-parallel-size 4 \
+             --context-parallel-size 2 --expert-model-parallel-size 2 --world-size 32",
+            "--tp 2 --pp 4 --cp 2 --ep 2 --world-size 32",
+        ),
+        (
+            "--tp 4 --cp 2 --encoder-tensor-model-parallel-size 2 \
+             --encoder-pipeline-model-parallel-size 1 --world-size 12",
+            "--tp 4 --cp 2 --encoder-tp 2 --encoder-pp 1 --world-size 12",
+        ),
+        (
+            "--expert-layout folded --tp 1 --cp 2 --dp 4 --ep 2 \
+             --expert-tensor-parallel-size 1 --num-distributed-optimizer-instances 2",
+            "--expert-layout folded --tp 1 --cp 2 --dp 4 --ep 2 --etp 1 --dist-opt-instances 2",
+        ),
+        (
+            // Megatron-LM's sizes are space-separated.
+            "--expert-layout folded --tp 2 --cp 4 --hierarchical-context-parallel-sizes 2 2",
+            "--expert-layout folded --tp 2 --cp 4 --hierarchical-cp 2,2",
+        ),
+    ];
+    for (megatron, ours) in pairs {
+        let a = stdout(&format!("groups {megatron} --format json"));
+        let b = stdout(&format!("groups {ours} --format json"));
+        assert_eq!(a, b, "{megatron}");
+    }
+    // And they mean what they say: tp=2, pp=4 on 16 ranks: dp = 2, the pp
+    // stride is tp*dp = 4.
+    let v = json(
+        "groups --tensor-model-parallel-size 2 --pipeline-model-parallel-size 4 --world-size 16 \
+         --kind pp --format json",
+    );
+    assert_eq!(v["groups"]["pp"][0], serde_json::json!([0, 4, 8, 12]));
+    let v = json(
+        "groups --expert-layout folded --tp 2 --cp 4 --hierarchical-context-parallel-sizes 2 2 \
+         --kind hcp-1 --format json",
+    );
+    // cp group 0 is 0, 2, 4, 6 (stride tp = 2); level 1 pairs positions
+    // {0, 2} and {1, 3}: ranks {0, 4} and {2, 6}.
+    let groups = v["groups"]["hcp-1"].as_array().unwrap();
+    assert_eq!(groups.len(), 4);
+    assert!(groups.contains(&serde_json::json!([0, 4])), "{groups:?}");
+    assert!(groups.contains(&serde_json::json!([2, 6])), "{groups:?}");
+}
+
+#[test]
+fn divisibility_errors_suggest_the_nearest_valid_world_sizes() {
+    // 64 / 12: 60 and 72 are the multiples on either side.
+    let err = fails_with("groups --world-size 64 --tp 12", "is not divisible");
+    assert!(err.contains("nearest valid: 60, 72"), "{err}");
+    fails_with("check --world-size 10 --tp 4", "nearest valid: 8, 12");
+    // Below the first multiple, only the one above.
+    fails_with("describe --world-size 3 --tp 4", "nearest valid: 4\n");
+    // The folded expert grid: 24 is no multiple of etp*ep*pp = 16.
+    fails_with(
+        "groups --expert-layout folded --world-size 24 --ep 16",
+        "nearest valid: 16, 32",
+    );
+}

@@ -1,0 +1,110 @@
+"""Benchmark: ``Layout.groups_array`` against NumPy's arange/reshape/transpose.
+
+For every kind of one layout (default: 131,072 ranks, tp=8, cp=2, ep=8,
+pp=16, dp=512, order tp-cp-ep-dp-pp), side by side in one run:
+
+- **rank-layout**: ``layout.groups_array(kind)``, filled by the Rust crate;
+- **NumPy**, the DeviceMesh way: the ranks as one array in the grid's shape
+  (``np.arange(world).reshape(...)``, built once), then per kind a transpose
+  that puts the kind's axes last and a reshape to (groups, group size),
+  which copies; ``embd``/``pos-embd`` take the first (and last) column of
+  the pp groups. Same ``uint32`` dtype, same contents (checked first).
+
+Each figure is the median of ``--repeat`` calls. Run::
+
+    python python/bench_groups_array.py [--tp 8 --cp 2 --ep 8 --pp 16 --dp 512] [--repeat 50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import statistics
+import time
+from typing import Callable
+
+import numpy as np
+
+from rank_layout import Layout
+
+ORDER = ["tp", "cp", "ep", "dp", "pp"]  # first fastest
+
+
+class NumpyMesh:
+    """A nested layout of the default order as NumPy arrays, DeviceMesh-style."""
+
+    def __init__(self, tp: int, cp: int, ep: int, dp: int, pp: int) -> None:
+        self.sizes = {"tp": tp, "cp": cp, "ep": ep, "dp": dp, "pp": pp, "edp": dp // ep}
+        ranks = np.arange(tp * cp * dp * pp, dtype=np.uint32)
+        # C order is last-fastest, so the shapes list the axes slowest first.
+        self.attention = ("pp", "dp", "cp", "tp"), ranks.reshape(pp, dp, cp, tp)
+        self.expert = ("pp", "edp", "ep", "cp", "tp"), ranks.reshape(pp, dp // ep, ep, cp, tp)
+
+    def _axes(self, view: tuple, kind_axes: set) -> np.ndarray:
+        names, mesh = view
+        inner = [i for i, a in enumerate(names) if a in kind_axes]
+        outer = [i for i, a in enumerate(names) if a not in kind_axes]
+        size = int(np.prod([self.sizes[names[i]] for i in inner]))
+        return mesh.transpose(outer + inner).reshape(-1, size)
+
+    def groups(self, kind: str) -> np.ndarray:
+        if kind == "embd":
+            pp = self.groups("pp")
+            return pp[:, [0, -1]] if pp.shape[1] > 1 else pp.copy()
+        if kind == "pos-embd":
+            return self.groups("pp")[:, [0]]
+        if kind.endswith("-mod-ep"):
+            axes = {"edp" if a == "dp" else a for a in kind[: -len("-mod-ep")].split("-")}
+            return self._axes(self.expert, axes)
+        axes = set(kind.split("-"))
+        return self._axes(self.expert if "ep" in axes else self.attention, axes)
+
+
+def median_ns(call: Callable[[], object], repeat: int) -> float:
+    call()  # warm up
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter_ns()
+        call()
+        times.append(time.perf_counter_ns() - t)
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    for axis, default in (("tp", 8), ("cp", 2), ("ep", 8), ("pp", 16), ("dp", 512)):
+        parser.add_argument(f"--{axis}", type=int, default=default)
+    parser.add_argument("--repeat", type=int, default=50)
+    args = parser.parse_args()
+    sizes = {a: getattr(args, a) for a in ("tp", "cp", "ep", "dp", "pp")}
+
+    t = time.perf_counter_ns()
+    layout = Layout(**sizes)
+    setup_ours = time.perf_counter_ns() - t
+    t = time.perf_counter_ns()
+    mesh = NumpyMesh(**sizes)
+    setup_numpy = time.perf_counter_ns() - t
+
+    print(f"{layout!r}: {layout.world_size:,} ranks, {len(layout.kinds)} kinds")
+    print(f"machine: {platform.machine()}, {platform.processor() or platform.platform()}; "
+          f"Python {platform.python_version()}, NumPy {np.__version__}; median of {args.repeat}")
+    for kind in layout.kinds:
+        ours, theirs = layout.groups_array(kind), mesh.groups(kind)
+        assert ours.dtype == theirs.dtype and np.array_equal(ours, theirs), kind
+
+    print(f"{'kind':<14}{'shape':>14}{'rank-layout':>14}{'NumPy':>12}{'speed-up':>10}")
+    total_ours = total_numpy = 0.0
+    for kind in layout.kinds:
+        ours = median_ns(lambda: layout.groups_array(kind), args.repeat)
+        theirs = median_ns(lambda: mesh.groups(kind), args.repeat)
+        total_ours += ours
+        total_numpy += theirs
+        shape = "x".join(map(str, layout.groups_array(kind).shape))
+        print(f"{kind:<14}{shape:>14}{ours / 1e3:>11.1f} us{theirs / 1e3:>9.1f} us{theirs / ours:>9.1f}x")
+    print(f"{'total':<14}{'':>14}{total_ours / 1e3:>11.1f} us{total_numpy / 1e3:>9.1f} us"
+          f"{total_numpy / total_ours:>9.1f}x")
+    print(f"{'(setup, once)':<14}{'':>14}{setup_ours / 1e3:>11.1f} us{setup_numpy / 1e3:>9.1f} us")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# CI of the Python package: build it with maturin and run its pytest suite,
+# the 8- and 16-process torch.distributed (gloo) tests included.
+#
+# The virtual environment lives outside the clone, in
+# "${XDG_CACHE_HOME:-$HOME/.cache}/rank-layout/venv" (override: RANK_LAYOUT_VENV):
+# created when absent, reused when present. What it lacks among maturin,
+# pytest, numpy and torch is installed from PyPI (torch and its CUDA wheels
+# are several GB: a fresh machine downloads them once). Needs Rust, Python
+# >= 3.9 with pip (PYTHON, default python3), and network access for the
+# first run. Exits non-zero on any failure; prints the time of each step.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON="${PYTHON:-python3}"
+VENV="${RANK_LAYOUT_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/rank-layout/venv}"
+PY="$VENV/bin/python"
+export PYTHONDONTWRITEBYTECODE=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+# maturin's build backend runs the `maturin` program: the venv's bin goes first.
+export PATH="$VENV/bin:$PATH"
+
+# step NAME COMMAND...: runs COMMAND under a heading, then prints its time.
+step() {
+  local name=$1 t=$SECONDS
+  shift
+  echo "== python: $name"
+  "$@"
+  echo "-- python: $name: $((SECONDS - t)) s"
+}
+
+make_venv() {
+  if [ -x "$PY" ]; then
+    echo "reusing $VENV"
+  else
+    echo "creating $VENV"
+    mkdir -p "$(dirname "$VENV")"
+    if ! "$PYTHON" -m venv "$VENV" 2>/dev/null; then
+      # Debian's python3 keeps venv in a package of its own.
+      rm -rf "$VENV"
+      if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq
+        apt-get install -y -qq python3-venv >/dev/null
+        "$PYTHON" -m venv "$VENV"
+      else
+        "$PYTHON" -m pip install --user --quiet virtualenv
+        "$PYTHON" -m virtualenv --quiet "$VENV"
+      fi
+    fi
+  fi
+  "$PY" --version
+}
+
+install_tools() {
+  local module missing=()
+  for module in maturin pytest numpy torch; do
+    if ! "$PY" -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('$module') is None)"; then
+      case $module in
+        maturin) missing+=("maturin>=1.9.4,<2") ;;
+        *) missing+=("$module") ;;
+      esac
+    fi
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "installing from PyPI: ${missing[*]}"
+    "$PY" -m pip install --quiet "${missing[@]}"
+  fi
+  "$PY" -c "import numpy, pytest, torch; print('numpy', numpy.__version__, '| pytest', pytest.__version__, '| torch', torch.__version__)"
+  maturin --version
+}
+
+# --no-build-isolation: build with the venv's maturin rather than download
+# one into a throw-away environment on every run. A release build.
+build() {
+  "$PY" -m pip install --quiet --no-build-isolation ./python
+}
+
+run_tests() {
+  "$PY" -m pytest -p no:cacheprovider -q python/tests
+}
+
+start=$SECONDS
+step "virtual environment" make_venv
+step "maturin, pytest, numpy, torch (installed when missing)" install_tools
+step "pip install ./python" build
+step "pytest python/tests" run_tests
+echo "== python: all passed in $((SECONDS - start)) s"

@@ -1,0 +1,49 @@
+//! A kind's groups as a NumPy array, written by the crate's fill.
+
+use numpy::{PyArray1, PyArray2, PyArrayMethods};
+use pyo3::prelude::*;
+use rank_layout::{Error, Groups, Kind};
+
+use crate::error::{OrRaise, raise};
+
+/// The groups as a C-contiguous `uint32` array of shape (groups, group
+/// size): one allocation, filled by [`Groups::fill`] without the GIL, then
+/// handed to NumPy without a copy.
+///
+/// # Errors
+/// A [`LayoutError`](crate::error::LayoutError) when the groups do not all
+/// have one size (an encoder + decoder layout's encoder and decoder groups).
+pub(crate) fn groups_array<'py>(
+    py: Python<'py>,
+    kind: Kind,
+    groups: Groups<'_>,
+) -> PyResult<Bound<'py, PyArray2<u32>>> {
+    let count = groups.len();
+    // A kind's groups come in at most two runs of one size (the encoder's
+    // groups, then the decoder's), so the first and the last tell.
+    let width = match (groups.clone().next(), groups.clone().next_back()) {
+        (Some(first), Some(last)) if first.len() != last.len() => {
+            return Err(raise(format!(
+                "the groups of kind {kind} have two sizes ({} and {}): groups_array needs one; use groups(kind)",
+                first.len(),
+                last.len()
+            )));
+        }
+        (Some(first), _) => first.len(),
+        _ => 0,
+    };
+    let needed = groups.member_count();
+    let len = usize::try_from(needed)
+        .map_err(|_| Error::BufferTooSmall {
+            needed,
+            len: usize::MAX,
+        })
+        .or_raise()?;
+    let members = py
+        .detach(move || {
+            let mut members = vec![0u32; len];
+            groups.fill(&mut members).map(|_| members)
+        })
+        .or_raise()?;
+    PyArray1::from_vec(py, members).reshape([count, width])
+}

@@ -1,0 +1,58 @@
+//! One rank's answers as Python dicts: its coordinates, and per kind its
+//! groups with color, key and members.
+
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+use rank_layout::{Layout, Membership};
+
+use crate::error::OrRaise;
+
+/// `{"color": .., "key": .., "members": [..]}` of one membership.
+pub(crate) fn membership<'py>(py: Python<'py>, m: &Membership) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("color", m.index)?;
+    d.set_item("key", m.key)?;
+    d.set_item("members", m.group.to_vec())?;
+    Ok(d)
+}
+
+/// A list of [`membership`] dicts.
+pub(crate) fn memberships<'py>(py: Python<'py>, ms: &[Membership]) -> PyResult<Bound<'py, PyList>> {
+    let list = PyList::empty(py);
+    for m in ms {
+        list.append(membership(py, m)?)?;
+    }
+    Ok(list)
+}
+
+/// The rank card: `{"rank", "part", "coord", "groups"}`.
+pub(crate) fn card<'py>(
+    py: Python<'py>,
+    layout: &Layout,
+    rank: u32,
+) -> PyResult<Bound<'py, PyDict>> {
+    let p = layout.placement(rank).or_raise()?;
+    let coord = PyDict::new(py);
+    for (name, value) in [
+        ("tp", p.coord.tp),
+        ("cp", p.coord.cp),
+        ("ep", p.expert.ep),
+        ("dp", p.coord.dp),
+        ("pp", p.coord.pp),
+        ("etp", p.expert.etp),
+        ("edp", p.expert.edp),
+    ] {
+        coord.set_item(name, value)?;
+    }
+    let groups = PyDict::new(py);
+    for kind in layout.kinds() {
+        let ms = layout.memberships(rank, *kind).or_raise()?;
+        groups.set_item(kind.to_string(), memberships(py, &ms)?)?;
+    }
+    let d = PyDict::new(py);
+    d.set_item("rank", rank)?;
+    d.set_item("part", p.part.name())?;
+    d.set_item("coord", coord)?;
+    d.set_item("groups", groups)?;
+    Ok(d)
+}

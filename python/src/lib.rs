@@ -1,0 +1,42 @@
+//! `rank_layout._native`: the compiled half of the `rank_layout` Python
+//! package. It converts types and errors and calls the `rank-layout` crate;
+//! everything it computes, the crate computes. The pure-Python half
+//! (`python/rank_layout`) adds `Layout.from_megatron_args` and
+//! `rank_layout.torch`.
+//!
+//! - [`error`]: `LayoutError` and the crate's errors;
+//! - [`value`]: Python values to `u32` and `str`, with our own errors;
+//! - [`config`]: keyword arguments to a `Config`, and back to dicts;
+//! - [`kind`]: kind names;
+//! - [`layout`]: the `Layout` class;
+//! - [`array`]: `groups_array`, NumPy arrays filled by the crate;
+//! - [`card`]: a rank's answers as dicts.
+#![forbid(unsafe_code)]
+// The doc comments of `#[pyclass]` and `#[pymethods]` items are Python
+// docstrings (reST with doctest examples, run by python/tests), not Markdown.
+#![allow(clippy::doc_lazy_continuation, clippy::doc_markdown)]
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+
+mod array;
+mod card;
+mod config;
+mod error;
+mod kind;
+mod layout;
+mod value;
+
+use pyo3::prelude::*;
+
+/// The compiled half of ``rank_layout``: use the ``rank_layout`` package.
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("LayoutError", m.py().get_type::<error::LayoutError>())?;
+    m.add_class::<layout::PyLayout>()?;
+    m.add("CONFIG_KEYS", config::KEYS.to_vec())?;
+    Ok(())
+}

@@ -1,0 +1,101 @@
+"""Layout.from_megatron_args: Megatron-LM's argument names, from an argparse
+namespace or a dict."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from rank_layout import Layout, LayoutError, megatron_config
+
+
+def megatron_parser() -> argparse.ArgumentParser:
+    """The parallelism flags of Megatron-LM's arguments.py (defaults as there)."""
+    p = argparse.ArgumentParser()
+    p.add_argument("--tensor-model-parallel-size", type=int, default=1)
+    p.add_argument("--pipeline-model-parallel-size", type=int, default=1)
+    p.add_argument("--context-parallel-size", type=int, default=1)
+    p.add_argument("--hierarchical-context-parallel-sizes", type=int, nargs="+", default=None)
+    p.add_argument("--expert-model-parallel-size", type=int, default=1)
+    p.add_argument("--expert-tensor-parallel-size", type=int, default=None)
+    p.add_argument("--encoder-tensor-model-parallel-size", type=int, default=0)
+    p.add_argument("--encoder-pipeline-model-parallel-size", type=int, default=0)
+    p.add_argument("--num-distributed-optimizer-instances", type=int, default=1)
+    p.add_argument("--use-tp-pp-dp-mapping", action="store_true")
+    p.add_argument("--world-size", type=int, default=None)  # Megatron-LM sets it from WORLD_SIZE
+    return p
+
+
+def parse(*flags: str) -> argparse.Namespace:
+    return megatron_parser().parse_args(list(flags))
+
+
+def test_from_argparse_namespace() -> None:
+    args = parse("--tensor-model-parallel-size", "2", "--pipeline-model-parallel-size", "2",
+                 "--context-parallel-size", "2", "--world-size", "32")
+    layout = Layout.from_megatron_args(args)
+    assert layout.shape == "folded"
+    assert layout.sizes == {"tp": 2, "cp": 2, "ep": 1, "dp": 4, "pp": 2, "etp": 2, "edp": 8}
+    assert layout.config["order"] == "tp-cp-ep-dp-pp"
+    # The attention groups are the same as the nested layout's.
+    nested = Layout(tp=2, cp=2, pp=2, world_size=32)
+    for kind in ("tp", "cp", "dp", "pp", "dp-cp", "tp-pp", "embd", "pos-embd"):
+        assert layout.groups(kind) == nested.groups(kind)
+
+
+def test_moe_folding_with_experts() -> None:
+    args = parse("--tensor-model-parallel-size", "2", "--expert-model-parallel-size", "4",
+                 "--expert-tensor-parallel-size", "1", "--pipeline-model-parallel-size", "2",
+                 "--context-parallel-size", "2", "--world-size", "16")
+    layout = Layout.from_megatron_args(args)
+    vector = Layout(tp=2, cp=2, dp=2, pp=2, ep=4, etp=1, expert_layout="folded")
+    assert layout == vector
+    assert layout.groups("etp-ep") == vector.groups("etp-ep")
+
+
+def test_from_dict_and_other_objects() -> None:
+    d = {"tensor_model_parallel_size": 8, "pipeline_model_parallel_size": 4, "world_size": 64}
+    layout = Layout.from_megatron_args(d)
+    assert layout.sizes["dp"] == 2 and layout.world_size == 64
+    assert Layout.from_megatron_args(argparse.Namespace(**d)) == layout
+    # data_parallel_size is read when there is no world size.
+    assert Layout.from_megatron_args({"tensor_model_parallel_size": 2, "data_parallel_size": 4}).world_size == 8
+    assert Layout.from_megatron_args({}) == Layout(expert_layout="folded")
+
+
+def test_overrides_mapping_and_order() -> None:
+    args = parse("--tensor-model-parallel-size", "2", "--pipeline-model-parallel-size", "2",
+                 "--use-tp-pp-dp-mapping", "--world-size", "8")
+    layout = Layout.from_megatron_args(args)
+    assert layout.config["order"] == "tp-cp-ep-pp-dp"
+    assert layout.groups("pp") == [[0, 2], [1, 3], [4, 6], [5, 7]]
+    # Megatron-LM 2024 (nested experts) spelled this order tp-pp-dp.
+    nested = Layout.from_megatron_args(args, expert_layout="nested", order="tp-pp-dp", rank_offset=8)
+    assert nested.shape == "nested" and nested.rank_offset == 8
+    assert nested.groups("pp") == [[r + 8 for r in g] for g in layout.groups("pp")]
+
+
+def test_encoder_and_families() -> None:
+    args = parse("--tensor-model-parallel-size", "4", "--context-parallel-size", "2",
+                 "--encoder-pipeline-model-parallel-size", "1", "--encoder-tensor-model-parallel-size", "2")
+    layout = Layout.from_megatron_args(args)
+    assert layout == Layout(tp=4, cp=2, encoder_tp=2, encoder_pp=1)
+    # encoder_tp 0 means tp, as in Megatron-LM.
+    zero = Layout.from_megatron_args(parse("--tensor-model-parallel-size", "2",
+                                           "--encoder-pipeline-model-parallel-size", "1"))
+    assert zero.encoder_sizes["tp"] == 2
+    fam = Layout.from_megatron_args(parse("--context-parallel-size", "4", "--hierarchical-context-parallel-sizes",
+                                          "2", "2", "--num-distributed-optimizer-instances", "2",
+                                          "--world-size", "16"))
+    assert "hcp-1" in fam.kinds and "dist-opt-instance" in fam.kinds
+    assert megatron_config({"num_distributed_optimizer_instances": 1}) == {"expert_layout": "folded"}
+
+
+def test_errors_are_layout_errors() -> None:
+    with pytest.raises(LayoutError, match=r"world_size \(10\) is not divisible by tp\*cp\*pp = 4"):
+        Layout.from_megatron_args({"tensor_model_parallel_size": 4, "world_size": 10})
+    with pytest.raises(LayoutError, match="tp must be an int, got float 2.0"):
+        Layout.from_megatron_args({"tensor_model_parallel_size": 2.0})
+    with pytest.raises(LayoutError, match="unknown key"):
+        Layout.from_megatron_args({}, tensor_model_parallel_size=2)

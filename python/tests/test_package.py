@@ -1,0 +1,36 @@
+"""The installed package: stable-ABI extension, type information, and torch
+kept optional."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from importlib.metadata import version
+from pathlib import Path
+
+import rank_layout
+from rank_layout import _native
+
+
+def test_installed_files() -> None:
+    package = Path(rank_layout.__file__).parent
+    for name in ("__init__.py", "torch.py", "_native.pyi", "py.typed"):
+        assert (package / name).is_file(), name
+    assert ".abi3." in Path(_native.__file__).name  # one wheel for CPython 3.9+
+
+
+def test_version() -> None:
+    assert rank_layout.__version__ == version("rank-layout") != "0+unknown"
+
+
+def test_import_does_not_need_torch() -> None:
+    code = "import sys, rank_layout; rank_layout.Layout(tp=2).groups_array('tp'); print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    assert out.strip() == "False"
+
+
+def test_stubs_name_every_public_method() -> None:
+    stubs = (Path(rank_layout.__file__).parent / "_native.pyi").read_text()
+    for name in vars(_native.Layout):
+        if not name.startswith("_"):
+            assert f"def {name}(" in stubs, name

@@ -1,0 +1,122 @@
+"""rank_layout.torch.new_groups on real torch.distributed process groups:
+gloo, several processes on this machine.
+
+torch is imported unconditionally: without it these tests fail, they do not
+skip."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch  # noqa: F401  (a missing torch fails here, loudly)
+import torch.distributed as dist
+
+import dist_worker
+from rank_layout import Layout
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_world(world: int, jobs: list, tmp_path: Path, deadline_s: float) -> list[dict[str, Any]]:
+    """Runs dist_worker.run in ``world`` spawned processes. A process that
+    fails ends the run at once; a run past ``deadline_s`` (a hang) is killed
+    and fails the test."""
+    ctx = multiprocessing.get_context("spawn")
+    port = free_port()
+    procs = [
+        ctx.Process(target=dist_worker.run, args=(rank, world, port, str(tmp_path), jobs), daemon=True)
+        for rank in range(world)
+    ]
+    start = time.monotonic()
+    for p in procs:
+        p.start()
+    failure = None
+    try:
+        while any(p.is_alive() for p in procs):
+            if any(p.exitcode not in (None, 0) for p in procs):
+                failure = "a process failed"
+                break
+            if time.monotonic() - start > deadline_s:
+                failure = f"hung (deadline {deadline_s:.0f} s), killed"
+                break
+            time.sleep(0.2)
+    finally:
+        for p in procs:
+            if p.is_alive():
+                p.kill()
+        for p in procs:
+            p.join(10)
+    results = []
+    for rank in range(world):
+        f = tmp_path / f"{rank}.json"
+        results.append(json.loads(f.read_text()) if f.exists() else {"rank": rank, "error": "no result"})
+    errors = [f"rank {r['rank']}: {r['error']}" for r in results if r["error"]]
+    codes = [p.exitcode for p in procs]
+    if failure or errors or any(codes):
+        pytest.fail(f"{failure or 'failed'} after {time.monotonic() - start:.0f} s; exit codes {codes}\n"
+                    + "\n".join(errors[:3]))
+    print(f"{world} processes: {time.monotonic() - start:.1f} s")
+    for r in results:  # each rank checked each of its groups of each job
+        assert r["checked"] == {f"{name}/{method}": memberships(config, r["rank"]) for name, config, method in jobs}
+    return results
+
+
+def memberships(config: dict[str, Any], rank: int) -> int:
+    """How many groups ``rank`` is in, over every kind of a layout."""
+    layout = Layout(**config)
+    if not layout.rank_offset <= rank < layout.rank_offset + layout.world_size:
+        return 0
+    return sum(len(layout.memberships(rank, kind)) for kind in layout.kinds)
+
+
+@pytest.fixture(autouse=True)
+def loopback_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    if sys.platform.startswith("linux"):
+        monkeypatch.setenv("GLOO_SOCKET_IFNAME", os.environ.get("GLOO_SOCKET_IFNAME", "lo"))
+    # torch's store server resolves each new client by reverse DNS on its
+    # only thread; a resolver that drops such queries stalls every rank for
+    # its whole timeout (5 s) per connection. Bound it.
+    monkeypatch.setenv("RES_OPTIONS", os.environ.get("RES_OPTIONS", "timeout:1 attempts:1"))
+
+
+# Layouts that fit 8 ranks: fan-out and fan-in (a rank in several groups
+# of one kind), distributed-optimizer groups, a layout that leaves ranks out.
+EIGHT = {
+    "dense_tp2_cp2_pp2": dict(tp=2, cp=2, pp=2),
+    "dense_tp2_pp2_dp2_offset": dict(tp=2, pp=2, dp=1, rank_offset=4),
+    "encdec_fan_out": dict(tp=2, cp=2, encoder_tp=1),
+    "encdec_fan_in": dict(tp=1, cp=2, encoder_tp=2),
+    "folded_dist_opt": dict(cp=2, dp=4, ep=2, etp=1, expert_layout="folded", dist_opt_instances=2),
+}
+
+
+def test_new_groups_gloo_8_processes(tmp_path: Path) -> None:
+    assert dist.is_gloo_available()
+    jobs = [(name, config, method) for name, config in EIGHT.items() for method in ("local", "global")]
+    results = run_world(8, jobs, tmp_path, deadline_s=240)
+    # The fan-out encoder's ranks are in two pp and two embd groups; ranks
+    # 6 and 7 are outside the layout.
+    fan_out = [r["checked"]["encdec_fan_out/local"] for r in results]
+    assert fan_out[:2] == [18, 18] and fan_out[6:] == [0, 0]
+
+
+def test_new_groups_gloo_dense_tp_cp_pp_dp(tmp_path: Path) -> None:
+    """tp, cp, pp and dp all 2 need 16 ranks, so 16 processes."""
+    jobs = [
+        ("dense_tp2_cp2_pp2_dp2", dict(tp=2, cp=2, pp=2, dp=2), "local"),
+        ("dense_tp2_cp2_pp2_dp2", dict(tp=2, cp=2, pp=2, dp=2), "global"),
+        ("encdec_fan_out_12", dict(tp=4, cp=2, encoder_tp=2), "local"),
+    ]
+    run_world(16, jobs, tmp_path, deadline_s=400)
