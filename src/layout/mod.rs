@@ -295,9 +295,7 @@ impl Layout {
     pub fn memberships(&self, rank: u32, kind: Kind) -> Result<Vec<Membership>> {
         let plan = self.plan(kind)?;
         let view = self.view(rank)?;
-        let mut splits: Vec<Split> = (0..plan.rounds())
-            .filter_map(|round| plan.locate(&view, round))
-            .collect();
+        let mut splits = plan.plan.locate_all(&view);
         splits.sort_unstable();
         Ok(splits
             .into_iter()

@@ -36,18 +36,18 @@ enum How {
     Plan(usize),
 }
 
-/// One (kind, round) to answer for the ranks of one part, and how (the dot
-/// form inline, so that the walk touches one array).
+/// One kind to answer, in all its rounds, for the ranks of one part, and
+/// how (the dot form inline, so that the walk touches one array). One step
+/// per kind, whatever the rounds: a layout with a million split rounds
+/// costs no more to build.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct Step {
     kind: Kind,
-    round: u32,
     rounds: u32,
     how: How,
 }
 
-/// Every (kind, round) of `plans` for the ranks of `part`, kinds in order,
-/// rounds ascending.
+/// One step per kind of `plans` for the ranks of `part`, kinds in order.
 pub(crate) fn steps<'p>(
     part: Part,
     plans: impl IntoIterator<Item = (Kind, &'p Resolved)>,
@@ -59,12 +59,7 @@ pub(crate) fn steps<'p>(
             Some(dot) => dot.side(part).map_or(How::Nothing, |side| How::Dot(*side)),
             None => How::Plan(i),
         };
-        out.extend((0..rounds).map(|round| Step {
-            kind,
-            round,
-            rounds,
-            how,
-        }));
+        out.push(Step { kind, rounds, how });
     }
     out
 }
@@ -100,7 +95,9 @@ pub struct Splits<'a> {
     steps: Cow<'a, [Step]>,
     plans: Plans<'a>,
     view: RankView,
+    /// The next step and the next round of it.
     next: usize,
+    round: u32,
 }
 
 impl<'a> Splits<'a> {
@@ -110,6 +107,7 @@ impl<'a> Splits<'a> {
             plans,
             view,
             next: 0,
+            round: 0,
         }
     }
 }
@@ -120,25 +118,38 @@ impl Iterator for Splits<'_> {
     #[inline]
     fn next(&mut self) -> Option<SplitRound> {
         let step = self.steps.get(self.next)?;
-        self.next += 1;
+        let round = self.round;
+        if round + 1 < step.rounds {
+            self.round += 1;
+        } else {
+            self.next += 1;
+            self.round = 0;
+        }
         let split = match &step.how {
             How::Dot(side) => side.locate(&self.view),
             How::Nothing => None,
             How::Plan(i) => self
                 .plans
                 .get(*i)
-                .and_then(|plan| plan.locate(&self.view, step.round)),
+                .and_then(|plan| plan.locate(&self.view, round)),
         };
         Some(SplitRound {
             kind: step.kind,
-            round: step.round,
+            round,
             rounds: step.rounds,
             split,
         })
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        let n = self.steps.len() - self.next;
+        let left: u64 = self
+            .steps
+            .iter()
+            .skip(self.next)
+            .map(|s| u64::from(s.rounds))
+            .sum::<u64>()
+            - u64::from(self.round);
+        let n = usize::try_from(left).unwrap_or(usize::MAX);
         (n, Some(n))
     }
 }

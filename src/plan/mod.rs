@@ -297,8 +297,7 @@ impl Plan {
                 if e.last {
                     e.pipelines.locate(view, round).and_then(end)
                 } else if round == 0 {
-                    (0..e.pipelines.rounds())
-                        .find_map(|r| e.pipelines.locate(view, r).and_then(end))
+                    e.pipelines.locate_all(view).into_iter().find_map(end)
                 } else {
                     None
                 }
@@ -321,6 +320,45 @@ impl Plan {
                 })
             }
             Plan::Joined(j) => j.locate(view, round),
+        }
+    }
+
+    /// Every group holding the rank seen by `view`, in any order: one per
+    /// round at most, found without going through the rounds one by one.
+    pub fn locate_all(&self, view: &RankView) -> Vec<Split> {
+        match self {
+            Plan::Ends(e) => {
+                let stages = e.pipelines.len();
+                let mut out: Vec<Split> = e
+                    .pipelines
+                    .locate_all(view)
+                    .into_iter()
+                    .filter_map(|s| match s.key {
+                        0 => Some(Split { key: 0, ..s }),
+                        k if e.last && k + 1 == stages => Some(Split { key: 1, ..s }),
+                        _ => None,
+                    })
+                    .collect();
+                if !e.last {
+                    // First stages of distinct pipelines: at most one (see `Ends`).
+                    out.truncate(1);
+                }
+                out
+            }
+            Plan::Stack(p) => {
+                let first = p.first.locate_all(view);
+                if !first.is_empty() {
+                    return first;
+                }
+                let n = p.first.count();
+                p.second
+                    .locate_all(view)
+                    .into_iter()
+                    .map(|s| s.shifted(n))
+                    .collect()
+            }
+            Plan::Joined(j) => j.locate_all(view),
+            _ => self.locate(view, 0).into_iter().collect(),
         }
     }
 

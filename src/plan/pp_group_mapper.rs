@@ -144,6 +144,33 @@ impl BlockMap {
     }
 }
 
+/// A rank's pipeline in its own grid (index and stage) and the joined
+/// pipelines (wide indices) of its tensor-parallel index.
+#[derive(Debug, Clone)]
+struct Side {
+    encoder: bool,
+    own: Split,
+    pairs: Range<u32>,
+}
+
+impl Side {
+    /// The joined pipeline `w` of this side, and the rank's place in it.
+    fn split(&self, mapper: &PpGroupMapper, w: u32) -> Split {
+        if self.encoder {
+            let (t, _) = mapper.map.sides(w);
+            Split {
+                color: mapper.joined_index(mapper.decoder_group(self.own.color, t), w),
+                key: self.own.key,
+            }
+        } else {
+            Split {
+                color: mapper.joined_index(self.own.color, w),
+                key: mapper.encoder.size() + self.own.key,
+            }
+        }
+    }
+}
+
 /// One digit of the pipeline index shared by both grids (a cp or dp axis):
 /// its size and its stride in the encoder and in the decoder grid.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -345,23 +372,39 @@ impl PpGroupMapper {
     /// The joined pipeline of round `round` holding the rank seen by `view`.
     pub fn locate(&self, view: &RankView, round: u32) -> Option<Split> {
         let wide = self.map.decoder_wide;
+        let side = self.side(view)?;
+        let w = self
+            .map
+            .in_round(side.pairs.clone(), wide != side.encoder, round)?;
+        Some(side.split(self, w))
+    }
+
+    /// Every joined pipeline holding the rank seen by `view` (O(its
+    /// pipelines), whatever the number of rounds).
+    pub fn locate_all(&self, view: &RankView) -> Vec<Split> {
+        self.side(view)
+            .map(|side| side.pairs.clone().map(|w| side.split(self, w)).collect())
+            .unwrap_or_default()
+    }
+
+    /// Where the rank seen by `view` sits: its pipeline in its own grid and
+    /// the block-map pipelines of its tensor-parallel index.
+    fn side(&self, view: &RankView) -> Option<Side> {
         if let Some(coords) = view.coords(self.decoder.grid()) {
             let s = self.decoder.locate(coords);
             let (_, t, _) = self.digits(s.color, self.tp);
-            let w = self.map.in_round(self.map.decoder_pairs(t), wide, round)?;
-            return Some(Split {
-                color: self.joined_index(s.color, w),
-                key: self.encoder.size() + s.key,
+            return Some(Side {
+                encoder: false,
+                own: s,
+                pairs: self.map.decoder_pairs(t),
             });
         }
-        let coords = view.coords(self.encoder.grid())?;
-        let s = self.encoder.locate(coords);
+        let s = self.encoder.locate(view.coords(self.encoder.grid())?);
         let (_, e, _) = self.digits(s.color, self.encoder_tp);
-        let w = self.map.in_round(self.map.encoder_pairs(e), !wide, round)?;
-        let (t, _) = self.map.sides(w);
-        Some(Split {
-            color: self.joined_index(self.decoder_group(s.color, t), w),
-            key: s.key,
+        Some(Side {
+            encoder: true,
+            own: s,
+            pairs: self.map.encoder_pairs(e),
         })
     }
 
