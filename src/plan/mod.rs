@@ -100,6 +100,21 @@ pub(crate) enum Plan {
     Joined(Box<PpGroupMapper>),
 }
 
+impl Ends {
+    /// Whether the rank seen by `view` can be an end of its pipelines: false
+    /// only when it is known to sit inside them (joined pipelines, where
+    /// a rank can be in very many, all at the same place), so that a rank
+    /// in no end group is answered without listing its pipelines.
+    fn is_end(&self, view: &RankView) -> bool {
+        match &self.pipelines {
+            Plan::Joined(j) => j
+                .key(view)
+                .is_some_and(|k| k == 0 || (self.last && k + 1 == j.len())),
+            _ => true,
+        }
+    }
+}
+
 /// A plan with what per-rank answers need computed once: its rounds and,
 /// when it has one, its dot form.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -296,7 +311,7 @@ impl Plan {
                 };
                 if e.last {
                     e.pipelines.locate(view, round).and_then(end)
-                } else if round == 0 {
+                } else if round == 0 && e.is_end(view) {
                     e.pipelines.locate_all(view).into_iter().find_map(end)
                 } else {
                     None
@@ -329,6 +344,9 @@ impl Plan {
         match self {
             Plan::Ends(e) => {
                 let stages = e.pipelines.len();
+                if !e.is_end(view) {
+                    return Vec::new();
+                }
                 let mut out: Vec<Split> = e
                     .pipelines
                     .locate_all(view)

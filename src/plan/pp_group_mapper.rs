@@ -379,6 +379,12 @@ impl PpGroupMapper {
         Some(side.split(self, w))
     }
 
+    /// The rank's place in each of its joined pipelines (the same in all).
+    pub fn key(&self, view: &RankView) -> Option<u32> {
+        let side = self.side(view)?;
+        Some(side.split(self, side.pairs.start).key)
+    }
+
     /// Every joined pipeline holding the rank seen by `view` (O(its
     /// pipelines), whatever the number of rounds).
     pub fn locate_all(&self, view: &RankView) -> Vec<Split> {
