@@ -152,10 +152,16 @@ pub(crate) fn replicate(out: &mut [u32], at: usize, len: usize, count: u64, stri
 /// the same tile of level `k + 1` differ by the constant `stride_k`. The
 /// first tile of each level is built once (one value, then [`replicate`]
 /// along each digit); every later tile of that level is a copy of it plus a
-/// constant. A fresh box (`start = 0`, the whole length) is one tile.
+/// constant. A fresh box (`start = 0`, the whole length) is written by
+/// [`fill_whole`].
 // Every index is a level `<= n <= MAX_DIGITS` into arrays of `MAX_DIGITS + 1`.
 #[allow(clippy::indexing_slicing)]
 pub(crate) fn fill_box(base: u32, digits: &[Digit], start: u64, out: &mut [u32]) {
+    let total: u64 = digits.iter().map(|d| u64::from(d.size.max(1))).product();
+    if start == 0 && out.len() as u64 == total {
+        fill_whole(base, digits, out);
+        return;
+    }
     let n = digits.len().min(MAX_DIGITS);
     // tile[k] = positions per tile of level k = prod(size_0 .. size_k).
     let mut tile = [1u64; MAX_DIGITS + 1];
@@ -207,6 +213,77 @@ pub(crate) fn fill_box(base: u32, digits: &[Digit], start: u64, out: &mut [u32])
         let written = count * tile[level];
         w += written as usize;
         pos += written;
+    }
+}
+
+/// Positions of the tile [`fill_whole`] stamps: 16 KiB of `u32`, which
+/// stays in the first-level cache while it is copied.
+const STAMP: u64 = 4096;
+
+/// Writes a whole box (`out.len()` is its size): a tile of at most
+/// [`STAMP`] positions (whole digits, then `f` units of the next digit) is
+/// built by doubling, then stamped over the rest of the buffer, each copy
+/// plus the offset of its place: along the cut digit in steps of `f` units
+/// (the last step shorter when `f` does not divide its size), and over the
+/// digits above it by an odometer. Every member is written once and read
+/// from a tile that stays in cache, so the cost is close to a plain
+/// sequential write.
+fn fill_whole(base: u32, digits: &[Digit], out: &mut [u32]) {
+    let Some(slot) = out.first_mut() else {
+        return;
+    };
+    *slot = base;
+    let mut tile = 1u64;
+    let mut rest = digits;
+    while let [d, tail @ ..] = rest {
+        let size = u64::from(d.size.max(1));
+        if tile * size > STAMP {
+            break;
+        }
+        replicate(out, 0, tile as usize, size, d.stride);
+        tile *= size;
+        rest = tail;
+    }
+    let [cut, above @ ..] = rest else {
+        return;
+    };
+    // `f` units of the cut digit make the stamp.
+    let size = cut.size.max(1);
+    let f = u32::try_from((STAMP / tile).max(1)).unwrap_or(1).min(size);
+    replicate(out, 0, tile as usize, u64::from(f), cut.stride);
+    let unit = tile as usize;
+    // Odometer over the digits above the cut one, first fastest.
+    let mut counts = [0u32; MAX_DIGITS];
+    let mut high = 0u32;
+    let mut at = 0usize;
+    loop {
+        let mut j = 0u32;
+        while j < size {
+            let n = f.min(size - j);
+            if at > 0 {
+                let delta = high.wrapping_add(j.wrapping_mul(cut.stride));
+                add_copy(out, 0, at, n as usize * unit, delta);
+            }
+            at += n as usize * unit;
+            j += n;
+        }
+        if at >= out.len() {
+            return;
+        }
+        let mut carried = true;
+        for (count, d) in counts.iter_mut().zip(above) {
+            *count += 1;
+            high = high.wrapping_add(d.stride);
+            if *count < d.size {
+                carried = false;
+                break;
+            }
+            *count = 0;
+            high = high.wrapping_sub(d.size.wrapping_mul(d.stride));
+        }
+        if carried {
+            return;
+        }
     }
 }
 
