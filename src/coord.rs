@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use crate::axis::Axis;
+
 /// A rank's coordinates in the attention (dense) grid.
 ///
 /// `dp` is the full data-parallel index (not split by expert parallelism).
@@ -76,4 +78,31 @@ pub struct Placement {
     pub coord: Coord,
     /// Its coordinates in that grid's expert view.
     pub expert: ExpertCoord,
+}
+
+impl Placement {
+    /// Every coordinate by axis, in the order reports list them: `tp`,
+    /// `cp`, `ep`, `dp`, `pp` (the attention view, with `ep` from the
+    /// expert view), then `etp` and `edp` (the expert view).
+    ///
+    /// ```
+    /// use rank_layout::{Axis, Config, Layout};
+    /// let layout = Layout::new(&Config { tp: 2, ep: 2, world_size: Some(8), ..Config::default() })?;
+    /// let named = layout.placement(7)?.named();
+    /// assert_eq!(named[0], (Axis::Tp, 1));
+    /// assert_eq!(named[3], (Axis::Dp, 3));
+    /// assert_eq!(named[6], (Axis::Edp, 1));
+    /// # Ok::<(), rank_layout::Error>(())
+    /// ```
+    pub fn named(&self) -> [(Axis, u32); 7] {
+        [
+            (Axis::Tp, self.coord.tp),
+            (Axis::Cp, self.coord.cp),
+            (Axis::Ep, self.expert.ep),
+            (Axis::Dp, self.coord.dp),
+            (Axis::Pp, self.coord.pp),
+            (Axis::Etp, self.expert.etp),
+            (Axis::Edp, self.expert.edp),
+        ]
+    }
 }

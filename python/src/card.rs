@@ -33,16 +33,8 @@ pub(crate) fn card<'py>(
 ) -> PyResult<Bound<'py, PyDict>> {
     let p = layout.placement(rank).or_raise()?;
     let coord = PyDict::new(py);
-    for (name, value) in [
-        ("tp", p.coord.tp),
-        ("cp", p.coord.cp),
-        ("ep", p.expert.ep),
-        ("dp", p.coord.dp),
-        ("pp", p.coord.pp),
-        ("etp", p.expert.etp),
-        ("edp", p.expert.edp),
-    ] {
-        coord.set_item(name, value)?;
+    for (axis, value) in p.named() {
+        coord.set_item(axis.name(), value)?;
     }
     let groups = PyDict::new(py);
     for kind in layout.kinds() {

@@ -210,16 +210,8 @@ impl Serialize for RankReport {
         if self.has_encoder {
             coord.push(("grid".into(), p.part.name().into()));
         }
-        for (name, value) in [
-            ("tp", p.coord.tp),
-            ("cp", p.coord.cp),
-            ("ep", p.expert.ep),
-            ("dp", p.coord.dp),
-            ("pp", p.coord.pp),
-            ("etp", p.expert.etp),
-            ("edp", p.expert.edp),
-        ] {
-            coord.push((name.into(), value.into()));
+        for (axis, value) in p.named() {
+            coord.push((axis.name().into(), value.into()));
         }
         map.serialize_entry("coord", &Entries(&coord))?;
         let groups: Vec<(String, MembershipsOut<'_>)> = self
