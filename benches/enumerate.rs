@@ -21,35 +21,37 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use rank_layout::{Config, Kind, Layout};
+use rank_layout::{Config, ExpertLayout, Kind, Layout};
 
 #[path = "../tests/common/mod.rs"]
 mod common;
 
 /// tp=8, cp=2, ep=8, pp=16 and `world` ranks (dp = world / 256).
 fn dense(world: u32) -> Layout {
-    Layout::new(&Config {
-        tp: 8,
-        cp: 2,
-        ep: 8,
-        pp: 16,
-        world_size: Some(world),
-        ..Config::default()
-    })
+    Layout::new(
+        &Config::new()
+            .tp(8)
+            .cp(2)
+            .ep(8)
+            .pp(16)
+            .world_size(Some(world))
+            .expert_layout(ExpertLayout::Nested),
+    )
     .expect("a valid layout")
 }
 
 /// Encoder tp=4 pp=2 before a decoder with tp=8, cp=2, pp=8, dp=1024: 147,456 ranks.
 fn encdec() -> Layout {
-    Layout::new(&Config {
-        tp: 8,
-        cp: 2,
-        pp: 8,
-        dp: Some(1024),
-        encoder_tp: Some(4),
-        encoder_pp: Some(2),
-        ..Config::default()
-    })
+    Layout::new(
+        &Config::new()
+            .tp(8)
+            .cp(2)
+            .pp(8)
+            .dp(Some(1024))
+            .encoder_tp(Some(4))
+            .encoder_pp(Some(2))
+            .expert_layout(ExpertLayout::Nested),
+    )
     .expect("a valid layout")
 }
 

@@ -2,7 +2,7 @@
 
 use crate::axis::Axis;
 use crate::kind::Kind;
-use crate::layout::LayoutShape;
+use crate::layout_shape::LayoutShape;
 
 /// Everything that can go wrong when building a layout or asking it a question.
 ///
@@ -257,15 +257,15 @@ pub enum Error {
         rounds: u32,
     },
 
-    /// A rank outside `[rank_offset, rank_offset + world_size)`.
-    #[error("rank {rank} is outside the layout (ranks {first}..{end})")]
+    /// A rank outside the layout's ranks `first..last` (both included).
+    #[error("rank {rank} is outside the layout (ranks {first}..{last}, both included)")]
     RankOutOfRange {
         /// The rank asked about.
         rank: u64,
         /// The first rank of the layout.
         first: u32,
-        /// One past the last rank of the layout.
-        end: u64,
+        /// The last rank of the layout.
+        last: u64,
     },
 
     /// A negative rank where a process rank was expected.
@@ -277,7 +277,7 @@ pub enum Error {
 
     /// A communicator with fewer processes than the layout has ranks.
     #[error(
-        "the communicator has {size} processes but the layout needs {needed} (ranks {first}..{needed}): start as many processes, or set world_size and rank_offset to fit"
+        "the communicator has {size} processes but the layout needs {needed} (ranks {first}..{last}, both included): start as many processes, or set world_size and rank_offset to fit"
     )]
     CommTooSmall {
         /// Processes in the communicator.
@@ -286,11 +286,13 @@ pub enum Error {
         needed: u64,
         /// The layout's first rank.
         first: u32,
+        /// The layout's last rank.
+        last: u64,
     },
 
     /// Communicators of a kind were asked for but not built.
     #[error(
-        "no communicators of kind {kind} were built; pass it to split_kinds (split_all builds every kind)"
+        "no communicators of kind {kind} were built; pass it to communicators_of (communicators builds every kind)"
     )]
     KindNotBuilt {
         /// The kind.
@@ -315,6 +317,18 @@ pub enum Error {
         needed: u64,
         /// The buffer's length.
         len: usize,
+    },
+
+    /// A named argument (a Megatron-LM argument, a mesh or module
+    /// specification) whose value is not what it takes.
+    #[error("{name} = {value} is not {expected}")]
+    InvalidArgument {
+        /// The argument's name (`tensor_model_parallel_size`, `--mesh`).
+        name: String,
+        /// The value given, as written.
+        value: String,
+        /// What it takes, in words (`an integer from 1 to 4294967295`).
+        expected: &'static str,
     },
 
     /// A configuration that does not parse (JSON, CLI value).

@@ -23,7 +23,7 @@ use crate::segment::{MAX_DIGITS, Segment};
 ///
 /// ```
 /// use rank_layout::{Config, Kind, Layout};
-/// let layout = Layout::new(&Config { tp: 2, pp: 4, world_size: Some(16), ..Config::default() })?;
+/// let layout = Layout::new(&Config::new().tp(2).pp(4).world_size(Some(16)))?;
 /// let pp0 = layout.groups(Kind::PP)?.next().unwrap();
 /// assert_eq!(pp0.len(), 4);
 /// assert_eq!(pp0.to_vec(), vec![0, 4, 8, 12]);

@@ -1,5 +1,5 @@
 //! Real communicators (feature `mpi`), under `mpirun` at 8, 16 and 32
-//! processes: every communicator `Layout::split_all` builds must be the
+//! processes: every communicator `Layout::communicators` builds must be the
 //! group `memberships` names (members gathered over MPI, in order; rank =
 //! key), pipeline neighbours must be the layout's, processes outside a
 //! smaller layout get none; the launcher example checks its communicators,
@@ -15,9 +15,9 @@ use std::io::Read;
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
-use rank_layout::mpi::collective::SystemOperation;
-use rank_layout::mpi::topology::{Communicator, SimpleCommunicator};
+use rank_layout::mpi::rsmpi::collective::SystemOperation;
 use rank_layout::mpi::traits::*;
+use rank_layout::mpi::{Communicator, SimpleCommunicator};
 use rank_layout::{Config, ExpertLayout, Layout};
 
 #[allow(dead_code)]
@@ -30,10 +30,7 @@ const MODE: &str = "RANK_LAYOUT_MPI_MODE";
 const DEADLINE: Duration = Duration::from_secs(300);
 
 fn folded(c: Config) -> Config {
-    Config {
-        expert_layout: ExpertLayout::Folded,
-        ..c
-    }
+    c.expert_layout(ExpertLayout::Folded)
 }
 
 /// The membership suite for a job of `processes` processes: a dense layout
@@ -44,144 +41,138 @@ fn layouts(processes: u32) -> Vec<(&'static str, Config)> {
     let mut out = vec![
         (
             "encoder+decoder fan-out tp2 etp1 cp2",
-            Config {
-                tp: 2,
-                cp: 2,
-                encoder_tp: Some(1),
-                encoder_pp: Some(1),
-                ..Config::default()
-            },
+            Config::new()
+                .tp(2)
+                .cp(2)
+                .encoder_tp(Some(1))
+                .encoder_pp(Some(1))
+                .expert_layout(ExpertLayout::Nested),
         ),
         (
             "encoder+decoder fan-in tp1 etp3 pp2",
-            Config {
-                tp: 1,
-                pp: 2,
-                encoder_tp: Some(3),
-                encoder_pp: Some(1),
-                ..Config::default()
-            },
+            Config::new()
+                .tp(1)
+                .pp(2)
+                .encoder_tp(Some(3))
+                .encoder_pp(Some(1))
+                .expert_layout(ExpertLayout::Nested),
         ),
         (
             "half the world, tp2, offset 1",
-            Config {
-                tp: 2,
-                world_size: Some(processes / 2),
-                rank_offset: 1,
-                ..Config::default()
-            },
+            Config::new()
+                .tp(2)
+                .world_size(Some(processes / 2))
+                .rank_offset(1)
+                .expert_layout(ExpertLayout::Nested),
         ),
     ];
     match processes {
         8 => out.extend([
             (
                 "dense tp2 cp2 pp2, order pp-tp-cp-dp",
-                Config {
-                    tp: 2,
-                    cp: 2,
-                    pp: 2,
-                    world_size: Some(8),
-                    order: "pp-tp-cp-dp".parse().unwrap(),
-                    ..Config::default()
-                },
+                Config::new()
+                    .tp(2)
+                    .cp(2)
+                    .pp(2)
+                    .world_size(Some(8))
+                    .order("pp-tp-cp-dp".parse().unwrap())
+                    .expert_layout(ExpertLayout::Nested),
             ),
             (
                 "folded cp2 dp4 ep2 etp1, dist-opt 2, hcp [2]",
-                folded(Config {
-                    cp: 2,
-                    dp: Some(4),
-                    ep: 2,
-                    etp: Some(1),
-                    dist_opt_instances: Some(2),
-                    hierarchical_cp: Some(vec![2]),
-                    ..Config::default()
-                }),
+                folded(
+                    Config::new()
+                        .cp(2)
+                        .dp(Some(4))
+                        .ep(2)
+                        .etp(Some(1))
+                        .dist_opt_instances(2)
+                        .hierarchical_cp(vec![2])
+                        .expert_layout(ExpertLayout::Nested),
+                ),
             ),
         ]),
         16 => out.extend([
             (
                 "dense tp2 cp2 ep2 pp2 dp2",
-                Config {
-                    tp: 2,
-                    cp: 2,
-                    ep: 2,
-                    pp: 2,
-                    world_size: Some(16),
-                    ..Config::default()
-                },
+                Config::new()
+                    .tp(2)
+                    .cp(2)
+                    .ep(2)
+                    .pp(2)
+                    .world_size(Some(16))
+                    .expert_layout(ExpertLayout::Nested),
             ),
             (
                 "folded tp2 cp2 dp4 ep4 etp1, dist-opt 2, hcp [2]",
-                folded(Config {
-                    tp: 2,
-                    cp: 2,
-                    dp: Some(4),
-                    ep: 4,
-                    etp: Some(1),
-                    dist_opt_instances: Some(2),
-                    hierarchical_cp: Some(vec![2]),
-                    ..Config::default()
-                }),
+                folded(
+                    Config::new()
+                        .tp(2)
+                        .cp(2)
+                        .dp(Some(4))
+                        .ep(4)
+                        .etp(Some(1))
+                        .dist_opt_instances(2)
+                        .hierarchical_cp(vec![2])
+                        .expert_layout(ExpertLayout::Nested),
+                ),
             ),
             (
                 "encoder+decoder fan-in tp1 etp3 dp2 pp2",
-                Config {
-                    tp: 1,
-                    dp: Some(2),
-                    pp: 2,
-                    encoder_tp: Some(3),
-                    encoder_pp: Some(1),
-                    ..Config::default()
-                },
+                Config::new()
+                    .tp(1)
+                    .dp(Some(2))
+                    .pp(2)
+                    .encoder_tp(Some(3))
+                    .encoder_pp(Some(1))
+                    .expert_layout(ExpertLayout::Nested),
             ),
         ]),
         _ => out.extend([
             (
                 "dense tp2 cp2 ep2 pp2 dp4",
-                Config {
-                    tp: 2,
-                    cp: 2,
-                    ep: 2,
-                    pp: 2,
-                    world_size: Some(32),
-                    ..Config::default()
-                },
+                Config::new()
+                    .tp(2)
+                    .cp(2)
+                    .ep(2)
+                    .pp(2)
+                    .world_size(Some(32))
+                    .expert_layout(ExpertLayout::Nested),
             ),
             (
                 "folded tp2 cp2 dp8 ep4 etp1, dist-opt 2, hcp [2]",
-                folded(Config {
-                    tp: 2,
-                    cp: 2,
-                    dp: Some(8),
-                    ep: 4,
-                    etp: Some(1),
-                    dist_opt_instances: Some(2),
-                    hierarchical_cp: Some(vec![2]),
-                    ..Config::default()
-                }),
+                folded(
+                    Config::new()
+                        .tp(2)
+                        .cp(2)
+                        .dp(Some(8))
+                        .ep(4)
+                        .etp(Some(1))
+                        .dist_opt_instances(2)
+                        .hierarchical_cp(vec![2])
+                        .expert_layout(ExpertLayout::Nested),
+                ),
             ),
             (
                 "encoder+decoder fan-out tp4 etp2 cp2 dp2",
-                Config {
-                    tp: 4,
-                    cp: 2,
-                    dp: Some(2),
-                    encoder_tp: Some(2),
-                    encoder_pp: Some(1),
-                    ..Config::default()
-                },
+                Config::new()
+                    .tp(4)
+                    .cp(2)
+                    .dp(Some(2))
+                    .encoder_tp(Some(2))
+                    .encoder_pp(Some(1))
+                    .expert_layout(ExpertLayout::Nested),
             ),
             (
                 "encoder+decoder fan-in tp2 etp5 pp2 dp2, order dp-tp-pp",
-                Config {
-                    tp: 2,
-                    dp: Some(2),
-                    pp: 2,
-                    encoder_tp: Some(5),
-                    encoder_pp: Some(1),
-                    order: "dp-tp-pp".parse().unwrap(),
-                    ..Config::default()
-                },
+                Config::new()
+                    .tp(2)
+                    .dp(Some(2))
+                    .pp(2)
+                    .encoder_tp(Some(5))
+                    .encoder_pp(Some(1))
+                    .order("dp-tp-pp".parse().unwrap())
+                    .expert_layout(ExpertLayout::Nested),
             ),
         ]),
     }
@@ -191,7 +182,7 @@ fn layouts(processes: u32) -> Vec<(&'static str, Config)> {
 /// Checks every communicator of this process against the layout.
 fn check_layout(world: &SimpleCommunicator, layout: &Layout) -> Result<(), String> {
     let me = world.rank() as u32;
-    let comms = layout.split_all(world).map_err(|e| e.to_string())?;
+    let comms = layout.communicators(world).map_err(|e| e.to_string())?;
     let inside = me >= layout.rank_offset() && u64::from(me) < layout.rank_end();
     if comms.rank() != inside.then_some(me) {
         return Err(format!("rank() is {:?}", comms.rank()));
@@ -205,11 +196,11 @@ fn check_layout(world: &SimpleCommunicator, layout: &Layout) -> Result<(), Strin
         };
         let got_slots: Vec<(u32, u32, Vec<u32>)> = got
             .iter()
-            .map(|g| (g.index, g.key, g.world_ranks()))
+            .map(|g| (g.color, g.key, g.world_ranks()))
             .collect();
         let want_slots: Vec<(u32, u32, Vec<u32>)> = want
             .iter()
-            .map(|m| (m.index, m.key, m.group.to_vec()))
+            .map(|m| (m.color, m.key, m.group.to_vec()))
             .collect();
         if got_slots != want_slots {
             return Err(format!(

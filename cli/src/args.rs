@@ -257,24 +257,19 @@ pub fn kinds_help() -> String {
             })
             .unwrap_or_default()
     };
-    let folded = Config {
-        expert_layout: ExpertLayout::Folded,
-        ..Config::default()
-    };
-    let encoder = Config {
-        encoder_tp: Some(1),
-        ..Config::default()
-    };
+    let nested = Config::new().expert_layout(ExpertLayout::Nested);
+    let encoder = Config::new().encoder_tp(1);
     format!(
         "Kinds (--kind) of each layout:\n  \
-         nested (default):  {}\n  \
-         folded:            {}\n  \
+         folded (default):  {}\n  \
+         nested:            {}\n  \
          encoder+decoder:   {}\n  \
          with --hierarchical-cp S0,S1,...: hcp-0 hcp-1 ... (one per level)\n  \
          with --dist-opt-instances N > 1 (folded): dp-cp-intra edp-intra dp-cp-inter dist-opt-instance\n  \
+         (dp-cp-intra dp-cp-inter with an encoder)\n  \
          and any set of the layout's axes joined by '-' (tp-cp-pp; cp-dp is dp-cp)",
         names(Config::default()),
-        names(folded),
+        names(nested),
         names(encoder)
     )
 }

@@ -117,21 +117,16 @@ fn which(kind: Kind, crossing: u32, groups: u32) -> String {
 
 /// The one axis of a single-axis kind (`tp`, `cp`, `ep`, `etp`, ...).
 fn single_axis(kind: Kind) -> Option<Axis> {
-    match kind {
-        Kind::Axes(set) => {
-            let mut axes = set.iter();
-            let first = axes.next()?;
-            axes.next().is_none().then_some(first)
-        }
-        _ => None,
-    }
+    let mut axes = kind.axis_set()?.iter();
+    let first = axes.next()?;
+    axes.next().is_none().then_some(first)
 }
 
 /// A size that keeps a single-axis `kind`'s groups inside `unit` ranks:
 /// with its members `stride` apart (read from the first group), at most
 /// `unit / stride` members fit; `use tp <= 8`, or `make tp a divisor of 8`
 /// when the size fits but straddles.
-fn size_fix(layout: &Layout, kind: Kind, size: u32, unit: u32) -> Option<String> {
+fn size_fix(layout: &Layout, kind: Kind, size: usize, unit: u32) -> Option<String> {
     single_axis(kind)?;
     let group = layout.groups(kind).ok()?.next()?;
     let stride = group.get(1)?.checked_sub(group.first()?)?;
@@ -139,6 +134,7 @@ fn size_fix(layout: &Layout, kind: Kind, size: u32, unit: u32) -> Option<String>
         return None;
     }
     let fit = unit / stride;
+    let size = u32::try_from(size).unwrap_or(u32::MAX);
     if size > fit && fit >= 2 {
         Some(format!("use {kind} <= {fit}"))
     } else if size <= fit && fit % size.max(1) != 0 {

@@ -68,7 +68,7 @@ impl<'a> DescribeReport<'a> {
                 ));
                 lines.push(format!("etp = tp = {} (nested experts)", s.etp));
             }
-            ExpertLayout::Folded => {
+            _ => {
                 lines.push(format!(
                     "edp = world_size / (etp*ep*pp) = {world} / ({}*{}*{}) = {} (folded: a second expert grid over the same ranks)",
                     s.etp, s.ep, s.pp, s.edp

@@ -109,7 +109,11 @@ pub fn nearest_valid(world_size: u32, divisor: u32) -> String {
 pub fn rank_outside(layout: &Layout, rank: u64) -> Failure {
     let first = layout.rank_offset();
     let end = layout.rank_end();
-    let error = Error::RankOutOfRange { rank, first, end };
+    let error = Error::RankOutOfRange {
+        rank,
+        first,
+        last: end - 1,
+    };
     let hint = if rank < u64::from(first) {
         format!("; ranks start at --rank-offset {first}")
     } else {
@@ -138,11 +142,7 @@ fn world_size_holding(layout: &Layout, rank: u64) -> Option<u32> {
     // multiple of ep, which one of the next few multiples is.
     for _ in 0..64 {
         let size = u32::try_from(world).ok()?;
-        let config = Config {
-            dp: None,
-            world_size: Some(size),
-            ..layout.config().clone()
-        };
+        let config = layout.config().clone().dp(None).world_size(size);
         if Layout::new(&config).is_ok() {
             return Some(size);
         }

@@ -64,8 +64,10 @@ pub fn traffic(kind: Kind) -> String {
         k if k == Kind::ETP => "expert tensor-parallel traffic".into(),
         k if k == Kind::DP => "data-parallel gradient reduction".into(),
         k if k == Kind::PP => "pipeline traffic".into(),
-        Kind::Hcp(level) => format!("context-parallel traffic (level {level})"),
-        other => format!("{other} traffic"),
+        other => match other.hcp_level() {
+            Some(level) => format!("context-parallel traffic (level {level})"),
+            None => format!("{other} traffic"),
+        },
     }
 }
 
@@ -75,7 +77,7 @@ pub fn traffic(kind: Kind) -> String {
 #[derive(Debug, Serialize)]
 pub struct SpreadOut {
     groups: u32,
-    size: u32,
+    size: usize,
     cross_node_groups: u32,
     max_nodes_per_group: u32,
     cross_domain_groups: Option<u32>,
@@ -147,7 +149,7 @@ impl fmt::Display for SpreadTable<'_> {
                 let mut row = vec![
                     kind.to_string(),
                     number(s.groups),
-                    number(s.size),
+                    number(u32::try_from(s.size).unwrap_or(u32::MAX)),
                     number(s.cross_node_groups),
                     number(s.max_nodes_per_group),
                 ];

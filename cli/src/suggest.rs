@@ -13,7 +13,7 @@
 
 use std::fmt;
 
-use rank_layout::{Axis, Config, Kind, Layout, Order, Topology};
+use rank_layout::{Axis, Kind, Layout, Order, Topology};
 use serde::Serialize;
 use serde::ser::SerializeMap;
 
@@ -193,10 +193,7 @@ pub fn rank_orders(
     for axes in permutations(&axes) {
         let text: Vec<&str> = axes.iter().map(|a| a.name()).collect();
         let order: Order = text.join("-").parse()?;
-        let config = Config {
-            order: order.clone(),
-            ..layout.config().clone()
-        };
+        let config = layout.config().clone().order(order.clone());
         let candidate = match Layout::new(&config) {
             Ok(candidate) => candidate,
             Err(e) => {

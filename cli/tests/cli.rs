@@ -57,13 +57,13 @@ fn groups_json_has_the_documented_shape() {
         "tp-cp",
         "tp-dp",
         "tp-dp-cp",
-        "ep",
-        "tp-ep",
-        "tp-ep-pp",
-        "dp-mod-ep",
-        "dp-cp-mod-ep",
         "embd",
         "pos-embd",
+        "ep",
+        "etp",
+        "etp-ep",
+        "etp-ep-pp",
+        "edp",
     ];
     let groups_text = &text[text.find("\"groups\"").unwrap()..];
     let pos: Vec<usize> = order
@@ -151,12 +151,12 @@ fn rank_json_has_the_documented_shape() {
     assert!(v["coord"].get("grid").is_none());
     assert_eq!(
         v["groups"]["tp"],
-        serde_json::json!([{"index": 1, "key": 1, "members": [4, 5, 6, 7]}])
+        serde_json::json!([{"color": 1, "key": 1, "members": [4, 5, 6, 7]}])
     );
     // pp = 1: every rank is its own embd group.
     assert_eq!(
         v["groups"]["embd"],
-        serde_json::json!([{"index": 5, "key": 0, "members": [5]}])
+        serde_json::json!([{"color": 5, "key": 0, "members": [5]}])
     );
 }
 
@@ -168,15 +168,15 @@ fn rank_in_encoder_decoder_layout_fans_out() {
     assert_eq!(
         v["groups"]["pp"],
         serde_json::json!([
-            {"index": 0, "key": 0, "members": [0, 4]},
-            {"index": 1, "key": 0, "members": [0, 5]}
+            {"color": 0, "key": 0, "members": [0, 4]},
+            {"color": 1, "key": 0, "members": [0, 5]}
         ])
     );
     let (v, _) = json("rank 6 --tp 4 --cp 2 --encoder-tp 2 --kind embd --format json");
     assert_eq!(v["coord"]["grid"], "decoder");
     assert_eq!(
         v["groups"]["embd"],
-        serde_json::json!([{"index": 2, "key": 1, "members": [1, 6]}])
+        serde_json::json!([{"color": 2, "key": 1, "members": [1, 6]}])
     );
 }
 
@@ -227,12 +227,26 @@ fn bad_input_exits_2_with_a_message() {
     fails_with("groups --order tp-xp-dp", "\"xp\"");
     fails_with("groups --order tp-tp", "tp appears twice");
     fails_with("groups --tp 2 --order dp-pp", "tp has size 2");
-    fails_with("groups --ep 2 --dp 3", "dp (3) is not divisible by ep (2)");
-    fails_with("groups --ep 2 --dp 2 --order tp-ep-cp-dp-pp", "adjacent");
+    fails_with(
+        "groups --ep 2 --dp 3 --expert-layout nested",
+        "dp (3) is not divisible by ep (2)",
+    );
+    fails_with(
+        "groups --ep 2 --dp 3",
+        "world_size (3) is not divisible by etp*ep*pp = 1*2*1",
+    );
+    fails_with(
+        "groups --ep 2 --dp 2 --order tp-ep-cp-dp-pp --expert-layout nested",
+        "adjacent",
+    );
     fails_with("groups --dp 2 --world-size 6", "disagrees");
     fails_with("groups --tp 65536 --pp 65536", "overflows");
     fails_with("groups --kind tp-zz", "tp-zz");
-    fails_with("groups --kind etp", "not part of the nested layout");
+    fails_with(
+        "groups --kind etp --expert-layout nested",
+        "not part of the nested layout",
+    );
+    fails_with("groups --kind dp-mod-ep", "not part of the folded layout");
     fails_with("groups --expert-layout sideways", "sideways");
     fails_with("groups --hierarchical-cp 2,x --cp 4", "2,x");
     fails_with("rank 8 --world-size 8", "rank 8 is outside");
@@ -246,9 +260,5 @@ fn bad_input_exits_2_with_a_message() {
 fn readme_command_works() {
     let out = run("groups --world-size 64 --tp 4 --cp 2 --pp 2");
     assert!(out.status.success());
-    assert!(
-        String::from_utf8(out.stdout)
-            .unwrap()
-            .contains("dp-cp-mod-ep")
-    );
+    assert!(String::from_utf8(out.stdout).unwrap().contains("etp-ep-pp"));
 }

@@ -170,7 +170,7 @@ fn rank_beyond_the_layout_hints_at_world_size() {
 
 #[test]
 fn describe_explains_derived_sizes_and_costs() {
-    let text = stdout("describe --world-size 16384 --tp 8 --pp 16 --ep 8");
+    let text = stdout("describe --world-size 16384 --tp 8 --pp 16 --ep 8 --expert-layout nested");
     assert!(
         text.contains("dp = world_size / (tp*cp*pp) = 16384 / (8*1*16) = 128"),
         "{text}"
@@ -220,12 +220,17 @@ fn help_lists_the_kinds_of_each_layout() {
     for args in ["--help", "groups --help", "rank --help", "render --help"] {
         let text = stdout(args);
         assert!(
-            text.contains("nested (default):  tp pp dp cp"),
+            text.contains("folded (default):  tp pp dp cp"),
             "{args}: {text}"
         );
-        let folded = text.lines().find(|l| l.contains("folded:")).unwrap();
+        let folded = text
+            .lines()
+            .find(|l| l.contains("folded (default):"))
+            .unwrap();
         assert!(folded.contains(" etp-ep-pp"), "{folded}");
         assert!(!folded.contains("dp-mod-ep"), "{folded}");
+        let nested = text.lines().find(|l| l.contains("nested:")).unwrap();
+        assert!(nested.contains(" dp-mod-ep"), "{nested}");
         assert!(text.contains("encoder+decoder:"), "{text}");
         assert!(text.contains("hcp-0"), "{text}");
         assert!(text.contains("dist-opt-instance"), "{text}");

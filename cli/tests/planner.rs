@@ -12,7 +12,7 @@ use common::{fails_with, json, run, stdout};
 fn check_json_shape_for_tp_16_on_8_gpu_nodes() {
     // tp=16 on 64 ranks, 8 GPUs per node: 4 tp groups of 16, each two whole
     // nodes.
-    let v = json("check --world-size 64 --tp 16 --format json");
+    let v = json("check --world-size 64 --tp 16 --format json --expert-layout nested");
     let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
     assert_eq!(keys, ["kinds", "warnings"]);
     assert_eq!(
@@ -26,7 +26,7 @@ fn check_json_shape_for_tp_16_on_8_gpu_nodes() {
     assert_eq!(v["kinds"]["dp"]["max_nodes_per_group"], 4);
     // Every kind of the layout, in listing order (tp, pp, dp, cp, ...).
     assert_eq!(v["kinds"].as_object().unwrap().len(), 16);
-    let text = stdout("check --world-size 64 --tp 16 --format json");
+    let text = stdout("check --world-size 64 --tp 16 --format json --expert-layout nested");
     let at = |k: &str| text.find(&format!("\"{k}\":{{")).unwrap();
     assert!(at("tp") < at("pp") && at("pp") < at("dp") && at("dp") < at("cp"));
     let warnings = v["warnings"].as_array().unwrap();
@@ -43,7 +43,9 @@ fn check_json_shape_for_tp_16_on_8_gpu_nodes() {
 fn dp_first_order_makes_tp_cross_nodes() {
     // 32 ranks, tp=4, order dp-tp: dp = 8 is fastest, so tp group g is
     // {g, g+8, g+16, g+24}: each of the 8 groups on 4 nodes.
-    let v = json("check --world-size 32 --tp 4 --order dp-tp --kind tp --format json");
+    let v = json(
+        "check --world-size 32 --tp 4 --order dp-tp --kind tp --format json --expert-layout nested",
+    );
     assert_eq!(v["kinds"]["tp"]["cross_node_groups"], 8);
     assert_eq!(v["kinds"]["tp"]["max_nodes_per_group"], 4);
     let w = v["warnings"][0].as_str().unwrap();
@@ -53,13 +55,13 @@ fn dp_first_order_makes_tp_cross_nodes() {
     );
     // Domains of 2 nodes (16 GPUs): {g, g+8} and {g+16, g+24}, 2 domains.
     let v = json(
-        "check --world-size 32 --tp 4 --order dp-tp --kind tp --nodes-per-domain 2 --format json",
+        "check --world-size 32 --tp 4 --order dp-tp --kind tp --nodes-per-domain 2 --format json --expert-layout nested",
     );
     assert_eq!(v["kinds"]["tp"]["cross_domain_groups"], 8);
     assert_eq!(v["kinds"]["tp"]["max_domains_per_group"], 2);
     assert_eq!(v["warnings"].as_array().unwrap().len(), 2);
     // The default order keeps tp inside a node: no warning.
-    let v = json("check --world-size 32 --tp 4 --format json");
+    let v = json("check --world-size 32 --tp 4 --format json --expert-layout nested");
     assert_eq!(v["kinds"]["tp"]["cross_node_groups"], 0);
     assert_eq!(v["kinds"]["tp"]["max_nodes_per_group"], 1);
     assert_eq!(v["warnings"], j!([]));
@@ -176,8 +178,12 @@ fn check_agrees_with_a_brute_force_count_over_the_listed_groups() {
         if let Some(m) = domain {
             args.push_str(&format!(" --nodes-per-domain {m}"));
         }
-        let groups = json(&format!("groups {args} --format json"));
-        let check = json(&format!("check {args} --format json"));
+        let groups = json(&format!(
+            "groups {args} --format json --expert-layout nested"
+        ));
+        let check = json(&format!(
+            "check {args} --format json --expert-layout nested"
+        ));
         for (kind, listed) in groups["groups"].as_object().unwrap() {
             let listed = listed.as_array().unwrap();
             let spans = |unit: u64| {
@@ -217,7 +223,7 @@ fn check_agrees_with_a_brute_force_count_over_the_listed_groups() {
 
 /// The order strings of `suggest`, best first.
 fn ranked(args: &str) -> Vec<String> {
-    stdout(&format!("suggest {args}"))
+    stdout(&format!("suggest {args} --expert-layout nested"))
         .lines()
         .take_while(|l| !l.is_empty())
         .map(|l| l.split_whitespace().next().unwrap().to_owned())
@@ -246,7 +252,7 @@ fn suggest_ranks_tp_cp_pp_dp_above_dp_first_orders() {
         "{orders:?}"
     );
     // The report ends with the check table of the best order.
-    let text = stdout("suggest --world-size 4096 --tp 8 --cp 2 --pp 16");
+    let text = stdout("suggest --world-size 4096 --tp 8 --cp 2 --pp 16 --expert-layout nested");
     assert!(
         text.contains(&format!("best: --order {}", orders[0])),
         "{text}"
@@ -263,7 +269,8 @@ fn suggest_ranks_tp_cp_pp_dp_above_dp_first_orders() {
 fn suggest_respects_layout_rules_and_priorities() {
     // Nested experts: ep must be next to dp, so of the 24 orders of tp, ep,
     // dp, pp only the 12 with ep and dp adjacent are valid.
-    let v = json("suggest --world-size 64 --tp 2 --ep 4 --pp 2 --format json");
+    let v =
+        json("suggest --world-size 64 --tp 2 --ep 4 --pp 2 --format json --expert-layout nested");
     assert_eq!(v["invalid"], 12);
     let orders = v["orders"].as_array().unwrap();
     assert_eq!(orders.len(), 12);

@@ -169,5 +169,6 @@ fn html_wraps_the_svg_with_a_legend_and_tooltips() {
 
 #[test]
 fn render_rejects_bad_kinds() {
-    fails_with("render --tp 2 --kind etp", "etp");
+    fails_with("render --tp 2 --kind etp --expert-layout nested", "etp");
+    fails_with("render --tp 2 --kind dp-mod-ep", "dp-mod-ep");
 }

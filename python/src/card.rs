@@ -10,7 +10,7 @@ use crate::error::OrRaise;
 /// `{"color": .., "key": .., "members": [..]}` of one membership.
 pub(crate) fn membership<'py>(py: Python<'py>, m: &Membership) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
-    d.set_item("color", m.index)?;
+    d.set_item("color", m.color)?;
     d.set_item("key", m.key)?;
     d.set_item("members", m.group.to_vec())?;
     Ok(d)

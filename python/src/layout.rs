@@ -68,11 +68,11 @@ pub(crate) struct PyLayout {
 impl PyLayout {
     /// `obj` as a rank of this layout: a rank no `u32` holds is outside it.
     fn rank_arg(&self, obj: &Bound<'_, PyAny>) -> PyResult<u32> {
-        let (first, end) = (self.inner.rank_offset(), self.inner.rank_end());
+        let (first, last) = (self.inner.rank_offset(), self.inner.rank_end() - 1);
         index("rank", obj, |v| match v.parse::<u64>() {
-            Ok(rank) => from_crate(Error::RankOutOfRange { rank, first, end }),
+            Ok(rank) => from_crate(Error::RankOutOfRange { rank, first, last }),
             Err(_) => raise(format!(
-                "rank {v} is outside the layout (ranks {first}..{end})"
+                "rank {v} is outside the layout (ranks {first}..{last}, both included)"
             )),
         })
     }
@@ -280,16 +280,16 @@ impl PyLayout {
         let rank = self.rank_arg(rank)?;
         let kind = self::kind(kind)?;
         let split = match round {
-            None => self.inner.comm_split(rank, kind),
+            None => self.inner.split(rank, kind),
             Some(round) => {
-                let rounds = self.inner.comm_split_rounds(kind).or_raise()?;
+                let rounds = self.inner.split_rounds(kind).or_raise()?;
                 let past = |r: String| {
                     raise(format!(
                         "kind {kind} is built in {rounds} rounds, round {r} does not exist"
                     ))
                 };
                 let round = index("round", round, past)?;
-                self.inner.comm_split_round(rank, kind, round)
+                self.inner.split_in_round(rank, kind, round)
             }
         };
         Ok(split.or_raise()?.map(|Split { color, key }| (color, key)))
@@ -301,7 +301,7 @@ impl PyLayout {
     /// >>> Layout(tp=4, cp=2, encoder_tp=2).split_rounds("pp")
     /// 2
     fn split_rounds(&self, kind: &Bound<'_, PyAny>) -> PyResult<u32> {
-        self.inner.comm_split_rounds(self::kind(kind)?).or_raise()
+        self.inner.split_rounds(self::kind(kind)?).or_raise()
     }
 
     /// Every comm-split of ``rank``: for each kind and each of its rounds,
@@ -410,13 +410,12 @@ impl PyLayout {
             size("rank_offset", Some(c.rank_offset), Some(0)),
             size("encoder_tp", c.encoder_tp, None),
             size("encoder_pp", c.encoder_pp, None),
-            (c.expert_layout != ExpertLayout::Nested)
+            (c.expert_layout != ExpertLayout::default())
                 .then(|| format!("expert_layout='{}'", c.expert_layout)),
             size("etp", c.etp, None),
-            c.hierarchical_cp
-                .as_ref()
-                .map(|levels| format!("hierarchical_cp={levels:?}")),
-            size("dist_opt_instances", c.dist_opt_instances, None),
+            (!c.hierarchical_cp.is_empty())
+                .then(|| format!("hierarchical_cp={:?}", c.hierarchical_cp)),
+            size("dist_opt_instances", Some(c.dist_opt_instances), Some(1)),
         ]
         .into_iter()
         .flatten()

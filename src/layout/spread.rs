@@ -15,11 +15,12 @@ use crate::topology::Topology;
 ///
 /// Created by [`Layout::spread`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct Spread {
     /// The number of groups.
     pub groups: u32,
     /// Members of the largest group.
-    pub size: u32,
+    pub size: usize,
     /// Groups whose members are on more than one node.
     pub cross_node_groups: u32,
     /// The most nodes one group spans.
@@ -184,7 +185,7 @@ impl Layout {
     /// ```
     /// use rank_layout::{Config, Kind, Layout, Topology};
     /// // tp=16 on 8-GPU nodes: every tp group spans 2 nodes.
-    /// let layout = Layout::new(&Config { tp: 16, world_size: Some(64), ..Config::default() })?;
+    /// let layout = Layout::new(&Config::new().tp(16).world_size(Some(64)))?;
     /// let tp = layout.spread(Kind::TP, &Topology::new(8, None)?)?;
     /// assert_eq!((tp.groups, tp.cross_node_groups, tp.max_nodes_per_group), (4, 4, 2));
     /// # Ok::<(), rank_layout::Error>(())
@@ -197,7 +198,12 @@ impl Layout {
         let domains = topology.gpus_per_domain().map(|g| count(plan, g));
         Ok(Spread {
             groups: plan.count(),
-            size: plan.runs().iter().map(|r| r.len).max().unwrap_or(0),
+            size: plan
+                .runs()
+                .iter()
+                .map(|r| r.len as usize)
+                .max()
+                .unwrap_or(0),
             cross_node_groups: to_u32(nodes.crossing),
             max_nodes_per_group: nodes.most,
             cross_domain_groups: domains.map(|d| to_u32(d.crossing)),

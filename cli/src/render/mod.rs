@@ -260,7 +260,7 @@ fn panel(layout: &Layout, kind: Kind, ranks: &[u32]) -> Result<Panel, Failure> {
         .map(|r| {
             let m = layout.memberships(*r, kind)?;
             Ok(Slot {
-                index: m.first().map(|m| m.index),
+                index: m.first().map(|m| m.color),
                 groups: m.len(),
             })
         })
@@ -319,7 +319,7 @@ fn tooltip(
         for m in memberships {
             text.push_str(&format!(
                 "\n{kind}: group {} (key {}): {}",
-                m.index,
+                m.color,
                 m.key,
                 how.members(&m.group)
             ));

@@ -157,7 +157,7 @@ impl fmt::Display for RankReport {
                 write!(
                     f,
                     "{kind:<width$}  {:>number$}  {:>number$}  {:>number$}  ",
-                    m.index,
+                    m.color,
                     m.key,
                     m.group.len()
                 )?;
@@ -178,13 +178,13 @@ impl Serialize for Ranks<'_> {
     }
 }
 
-/// `{"index", "key", "members"}`.
+/// `{"color", "key", "members"}`.
 struct MembershipOut<'a>(&'a Membership);
 
 impl Serialize for MembershipOut<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut map = s.serialize_map(Some(3))?;
-        map.serialize_entry("index", &self.0.index)?;
+        map.serialize_entry("color", &self.0.color)?;
         map.serialize_entry("key", &self.0.key)?;
         map.serialize_entry("members", &Ranks(&self.0.group))?;
         map.end()
@@ -201,7 +201,7 @@ impl Serialize for MembershipsOut<'_> {
 }
 
 impl Serialize for RankReport {
-    /// `{"rank": .., "coord": {..}, "groups": {kind: [{"index", "key", "members"}]}}`
+    /// `{"rank": .., "coord": {..}, "groups": {kind: [{"color", "key", "members"}]}}`
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let p = &self.placement;
         let mut map = s.serialize_map(Some(3))?;
