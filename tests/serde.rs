@@ -25,7 +25,8 @@ fn config_round_trips() {
 #[test]
 fn missing_keys_take_defaults_and_unknown_keys_are_rejected() {
     let c: Config = serde_json::from_str(r#"{"tp": 4}"#).unwrap();
-    assert_eq!(c, Config::new().tp(4).expert_layout(ExpertLayout::Nested));
+    assert_eq!(c, Config::new().tp(4));
+    assert_eq!(c.expert_layout, ExpertLayout::Folded);
     let e = serde_json::from_str::<Config>(r#"{"tp": 4, "tensor_parallel": 2}"#).unwrap_err();
     assert!(e.to_string().contains("tensor_parallel"), "{e}");
     let e = serde_json::from_str::<Config>(r#"{"order": "tp-xp"}"#).unwrap_err();
