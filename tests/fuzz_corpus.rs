@@ -57,6 +57,11 @@ fn corpus_layout() {
     replay("layout", entries::layout);
 }
 
+#[test]
+fn corpus_megatron_args() {
+    replay("megatron_args", entries::megatron_args);
+}
+
 // Regression tests: one per bug the fuzzers found, with the minimized input.
 
 /// This test binary's allocator: the system's, counting the bytes the

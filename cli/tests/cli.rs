@@ -1,4 +1,4 @@
-//! The `rank-layout` binary: JSON shape of SPEC 5, table output, `--config`
+//! The `rank-layout` binary: JSON shape of the reports, table output, `--config`
 //! files, and exit status 2 with a message on stderr for bad input.
 
 use std::process::{Command, Output};
@@ -46,7 +46,7 @@ fn groups_json_has_the_documented_shape() {
     assert_eq!(v["groups"]["cp"][0], serde_json::json!([0, 4]));
     assert_eq!(v["groups"]["pp"][0], serde_json::json!([0, 32]));
     assert_eq!(v["groups"]["embd"][0], serde_json::json!([0, 32]));
-    // Kinds in SPEC 3.1 order.
+    // Kinds in listing order (docs/semantics.md).
     let order = [
         "tp",
         "pp",

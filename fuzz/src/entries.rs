@@ -1264,3 +1264,56 @@ fn check_spread(layout: &Layout, kind: Kind, topology: &Topology) {
         "domains of {kind} on {topology:?} in {layout:?}"
     );
 }
+
+/// Megatron-LM command-line parser (`MegatronArgs::parse_command_line`,
+/// the CLI's `--megatron-args`): the bytes as text (lossy UTF-8).
+///
+/// It never panics; an error is `InvalidArgument` naming a flag or the
+/// line. An accepted line's arguments are all in the table, written back
+/// as a command line they parse to the same arguments, and their
+/// configuration builds a layout or a typed error.
+pub fn megatron_args(data: &[u8]) {
+    use rank_layout::megatron::{MEGATRON_ARGS, MegatronArgs, MegatronValue};
+    let text = String::from_utf8_lossy(data);
+    let args = match MegatronArgs::parse_command_line(&text) {
+        Ok(args) => args,
+        Err(e) => {
+            assert!(
+                matches!(e, Error::InvalidArgument { .. }),
+                "{text:?}: {e:?}"
+            );
+            assert!(!e.to_string().is_empty());
+            return;
+        }
+    };
+    let mut line = String::from("pretrain_gpt.py");
+    for (arg, value) in args.given() {
+        assert!(
+            MEGATRON_ARGS.iter().any(|a| a.name == arg.name),
+            "{}",
+            arg.name
+        );
+        line.push(' ');
+        line.push_str(arg.flag);
+        match value {
+            MegatronValue::Int(n) => line.push_str(&format!(" {n}")),
+            MegatronValue::Ints(list) => {
+                for n in list {
+                    line.push_str(&format!(" {n}"));
+                }
+            }
+            MegatronValue::Bool(b) => line.push_str(&format!("={b}")),
+            other => panic!("{text:?}: a parsed value is never {other:?}"),
+        }
+    }
+    let again = MegatronArgs::parse_command_line(&line)
+        .unwrap_or_else(|e| panic!("{text:?} written back as {line:?}: {e}"));
+    assert_eq!(again, args, "{text:?} written back as {line:?}");
+    let config = args.config().unwrap_or_else(|e| panic!("{text:?}: {e}"));
+    match Layout::new(&config) {
+        Ok(layout) => {
+            assert_eq!(layout.config().tp, config.tp);
+        }
+        Err(e) => assert!(!e.to_string().is_empty()),
+    }
+}

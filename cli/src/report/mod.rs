@@ -1,5 +1,5 @@
 //! Reports of a layout as the command line prints them: a readable table
-//! (`Display`) and the JSON of SPEC 5 (`Serialize`).
+//! (`Display`) and JSON (`Serialize`), whose shapes docs/semantics.md states.
 //!
 //! - [`groups`]: every group of some kinds (`rank-layout groups`);
 //! - [`rank`]: one rank's card (`rank-layout rank R`).

@@ -1,4 +1,4 @@
-//! `rank-layout rank R`: one rank's card (table) or its SPEC 5 JSON.
+//! `rank-layout rank R`: one rank's card (table) or its JSON.
 
 use std::fmt;
 
