@@ -154,13 +154,6 @@ pub enum Error {
         what: &'static str,
     },
 
-    /// An option that an encoder + decoder layout does not support.
-    #[error("{what} is not supported with an encoder (encoder_tp/encoder_pp)")]
-    NotWithEncoder {
-        /// The option.
-        what: &'static str,
-    },
-
     /// An encoder grid was asked of a layout without an encoder.
     #[error("this layout has no encoder (give encoder_tp or encoder_pp)")]
     NeedsEncoder,
@@ -185,6 +178,18 @@ pub enum Error {
         dp_cp: u32,
         /// The expert data-parallel size.
         edp: u32,
+    },
+
+    /// The number of distributed-optimizer instances does not divide the
+    /// dp-cp groups an encoder + decoder layout slices (Megatron-LM 5a3b6bcf1f).
+    #[error(
+        "dist_opt_instances ({instances}) must divide dp*cp ({dp_cp}): with an encoder, each dp-cp group is cut into that many slices"
+    )]
+    DistOptSlicesNotDivisible {
+        /// The number of instances.
+        instances: u32,
+        /// dp * cp.
+        dp_cp: u32,
     },
 
     /// Distributed-optimizer instances that do not fit the grids: the
@@ -329,6 +334,18 @@ pub enum Error {
         value: String,
         /// What it takes, in words (`an integer from 1 to 4294967295`).
         expected: &'static str,
+    },
+
+    /// Memory for members to collect could not be allocated (a group or
+    /// a table far larger than the machine holds).
+    #[error(
+        "cannot allocate {bytes} bytes for {members} members (collect fewer, or fill a buffer of yours)"
+    )]
+    OutOfMemory {
+        /// The members to collect.
+        members: u64,
+        /// The bytes they need.
+        bytes: u64,
     },
 
     /// A configuration that does not parse (JSON, CLI value).

@@ -7,7 +7,24 @@ use std::hash::{Hash, Hasher};
 
 use arrayvec::ArrayVec;
 
+use crate::error::{Error, Result};
 use crate::segment::{MAX_DIGITS, Segment};
+
+/// `n` zeros, allocated fallibly.
+///
+/// # Errors
+/// [`Error::OutOfMemory`] when they cannot be allocated.
+pub(crate) fn try_zeroed(n: u64) -> Result<Vec<u32>> {
+    let error = || Error::OutOfMemory {
+        members: n,
+        bytes: n.saturating_mul(4),
+    };
+    let len = usize::try_from(n).map_err(|_| error())?;
+    let mut out: Vec<u32> = Vec::new();
+    out.try_reserve_exact(len).map_err(|_| error())?;
+    out.resize(len, 0);
+    Ok(out)
+}
 
 /// One process group: its member ranks in Megatron-LM's order.
 ///
@@ -84,10 +101,33 @@ impl Group {
     }
 
     /// The members collected into a vector.
+    ///
+    /// # Panics
+    /// When the allocation fails (a group of billions of ranks): use
+    /// [`try_to_vec`](Self::try_to_vec) where the group's size comes from input.
     pub fn to_vec(&self) -> Vec<u32> {
         let mut out = vec![0; self.len()];
         self.fill_into(&mut out);
         out
+    }
+
+    /// The members collected into a vector, or [`Error::OutOfMemory`]
+    /// when it cannot be allocated.
+    ///
+    /// ```
+    /// use rank_layout::{Config, Kind, Layout};
+    /// let layout = Layout::new(&Config::new().tp(4).world_size(8))?;
+    /// let tp = layout.groups(Kind::TP)?.next().unwrap();
+    /// assert_eq!(tp.try_to_vec()?, vec![0, 1, 2, 3]);
+    /// # Ok::<(), rank_layout::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::OutOfMemory`].
+    pub fn try_to_vec(&self) -> Result<Vec<u32>> {
+        let mut out = try_zeroed(self.len() as u64)?;
+        self.fill_into(&mut out);
+        Ok(out)
     }
 
     /// Writes the members into the start of `out` (as many as fit) and

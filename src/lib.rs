@@ -114,7 +114,7 @@ pub use coord::{Coord, ExpertCoord, Part, Placement};
 pub use error::{DistOptProblem, Error, Result};
 pub use group::{Group, Members};
 pub use kind::Kind;
-pub use layout::{Layout, Membership, Sizes, SplitRound, Splits, Spread};
+pub use layout::{Layout, Membership, Sizes, SplitRound, Splits, Spread, Stage};
 pub use layout_shape::LayoutShape;
 pub use order::Order;
 pub use plan::groups::Groups;

@@ -2,7 +2,7 @@
 
 use numpy::{PyArray1, PyArray2, PyArrayMethods};
 use pyo3::prelude::*;
-use rank_layout::{Error, Groups, Kind};
+use rank_layout::{Groups, Kind};
 
 use crate::error::{OrRaise, raise};
 
@@ -32,18 +32,8 @@ pub(crate) fn groups_array<'py>(
         (Some(first), _) => first.len(),
         _ => 0,
     };
-    let needed = groups.member_count();
-    let len = usize::try_from(needed)
-        .map_err(|_| Error::BufferTooSmall {
-            needed,
-            len: usize::MAX,
-        })
-        .or_raise()?;
     let members = py
-        .detach(move || {
-            let mut members = vec![0u32; len];
-            groups.fill(&mut members).map(|_| members)
-        })
+        .detach(move || groups.table().map(|t| t.into_members()))
         .or_raise()?;
     PyArray1::from_vec(py, members).reshape([count, width])
 }

@@ -54,8 +54,8 @@ type SplitStep = (String, u32, u32, Option<(u32, u32)>);
 /// [[0, 2], [1, 3]]
 /// >>> layout.groups_array("pp").shape
 /// (8, 2)
-/// >>> layout.split(13, "pp")  # (color, key): the group's index, the rank's place
-/// (5, 1)
+/// >>> layout.split(13, "pp")  # the group's number (color), the rank's place (key)
+/// Split(color=5, key=1)
 /// >>> Layout(tp=4, world_size=10)
 /// Traceback (most recent call last):
 ///     ...
@@ -172,12 +172,9 @@ impl PyLayout {
     /// >>> Layout(tp=2, dp=3, pp=4, order="tp-dp-pp").groups("dp")[-1]
     /// [19, 21, 23]
     fn groups(&self, kind: &Bound<'_, PyAny>) -> PyResult<Vec<Vec<u32>>> {
-        let table = self
-            .inner
-            .groups(self::kind(kind)?)
-            .or_raise()?
-            .table()
-            .or_raise()?;
+        let groups = self.inner.groups(self::kind(kind)?).or_raise()?;
+        crate::memory::check_ints(groups.member_count())?;
+        let table = groups.table().or_raise()?;
         Ok(table.iter().map(<[u32]>::to_vec).collect())
     }
 
@@ -218,10 +215,9 @@ impl PyLayout {
             ))
         };
         let i = self::index("index", index, past)?;
-        groups
-            .nth(i as usize)
-            .map(|g| g.to_vec())
-            .ok_or_else(|| past(i.to_string()))
+        let group = groups.nth(i as usize).ok_or_else(|| past(i.to_string()))?;
+        crate::memory::check_ints(group.len() as u64)?;
+        group.try_to_vec().or_raise()
     }
 
     /// Everything about ``rank``: its grid (``part``), its coordinates, and
@@ -230,8 +226,10 @@ impl PyLayout {
     /// O(axes) per kind, plus the members.
     ///
     /// >>> card = Layout(tp=2, cp=2, pp=2, world_size=16).rank(13)
-    /// >>> card["coord"]
-    /// {'tp': 1, 'cp': 0, 'ep': 0, 'dp': 1, 'pp': 1, 'etp': 1, 'edp': 1}
+    /// >>> card["coord"]  # folded experts: edp = 16 / (etp 2 * ep 1 * pp 2) = 4
+    /// {'tp': 1, 'cp': 0, 'ep': 0, 'dp': 1, 'pp': 1, 'etp': 1, 'edp': 2}
+    /// >>> card["pipeline"]
+    /// {'stage': 1, 'stages': 2, 'prev': [5], 'next': []}
     /// >>> card["groups"]["pp"]
     /// [{'color': 5, 'key': 1, 'members': [5, 13]}]
     /// >>> card["groups"]["pos-embd"]  # not on the first stage
@@ -260,16 +258,17 @@ impl PyLayout {
         card::memberships(py, &ms)
     }
 
-    /// The comm-split ``(color, key)`` of ``rank`` for ``kind``: the index
-    /// of its group and its place there; ``None`` when it is in no group.
+    /// The comm-split :class:`Split` ``(color, key)`` of ``rank`` for
+    /// ``kind``: the number of its group and its place there; ``None`` when
+    /// it is in no group.
     /// For a kind whose groups overlap, give the ``round`` (see
     /// :meth:`split_rounds`): the groups of one round are disjoint.
     ///
     /// >>> layout = Layout(tp=4, cp=2, encoder_tp=2)
     /// >>> layout.split(5, "tp")  # encoder tp groups [0, 1], [2, 3], then [4, 5, 6, 7]
-    /// (2, 1)
+    /// Split(color=2, key=1)
     /// >>> [layout.split(5, "pp", round=r) for r in range(layout.split_rounds("pp"))]
-    /// [None, (1, 1)]
+    /// [None, Split(color=1, key=1)]
     #[pyo3(signature = (rank, kind, round=None))]
     fn split(
         &self,
@@ -304,13 +303,15 @@ impl PyLayout {
         self.inner.split_rounds(self::kind(kind)?).or_raise()
     }
 
-    /// Every comm-split of ``rank``: for each kind and each of its rounds,
-    /// ``(kind, round, rounds, split)`` with ``split`` the ``(color, key)``
-    /// or ``None``. The same sequence of (kind, round) on every rank of a
+    /// Every comm-split of ``rank``: for each kind and each of its rounds, a
+    /// :class:`SplitRound` ``(kind, round, rounds, split)`` with ``split`` the
+    /// :class:`Split` ``(color, key)`` or ``None``. The same sequence of (kind, round) on every rank of a
     /// grid, computed in O(kinds) from the rank's coordinates.
     ///
-    /// >>> Layout(tp=2, world_size=4).splits(3)[:3]
-    /// [('tp', 0, 1, (1, 1)), ('pp', 0, 1, (3, 0)), ('dp', 0, 1, (1, 1))]
+    /// >>> Layout(tp=2, world_size=4).splits(3)[0]
+    /// SplitRound(kind='tp', round=0, rounds=1, split=Split(color=1, key=1))
+    /// >>> [tuple(s) for s in Layout(tp=2, world_size=4).splits(3)[1:3]]
+    /// [('pp', 0, 1, Split(color=3, key=0)), ('dp', 0, 1, Split(color=1, key=1))]
     fn splits(&self, rank: &Bound<'_, PyAny>) -> PyResult<Vec<SplitStep>> {
         Ok(self
             .inner
@@ -412,7 +413,7 @@ impl PyLayout {
             size("encoder_pp", c.encoder_pp, None),
             (c.expert_layout != ExpertLayout::default())
                 .then(|| format!("expert_layout='{}'", c.expert_layout)),
-            size("etp", c.etp, None),
+            size("etp", c.etp.filter(|etp| *etp != c.tp), None),
             (!c.hierarchical_cp.is_empty())
                 .then(|| format!("hierarchical_cp={:?}", c.hierarchical_cp)),
             size("dist_opt_instances", Some(c.dist_opt_instances), Some(1)),

@@ -226,15 +226,11 @@ pub(crate) fn check_dist_opt(instances: u32, dense: &Dense) -> Result<()> {
 /// dp-cp group, which never join tensor or pipeline shards).
 ///
 /// # Errors
-/// [`Error::DistOptNotDivisible`].
+/// [`Error::DistOptSlicesNotDivisible`].
 pub(crate) fn check_dist_opt_slices(instances: u32, dense: &Dense) -> Result<()> {
     let dp_cp = dense.sizes.dp * dense.sizes.cp;
     if instances > 1 && dp_cp % instances != 0 {
-        return Err(Error::DistOptNotDivisible {
-            instances,
-            dp_cp,
-            edp: dense.sizes.edp,
-        });
+        return Err(Error::DistOptSlicesNotDivisible { instances, dp_cp });
     }
     Ok(())
 }

@@ -15,6 +15,7 @@ mod spread;
 use std::borrow::Cow;
 use std::fmt;
 
+pub use pipeline::Stage;
 pub use sizes::Sizes;
 pub use splits::{SplitRound, Splits};
 pub use spread::Spread;
@@ -123,7 +124,7 @@ impl Layout {
     /// - [`Error::ExpertWorldNotDivisible`], [`Error::FoldedDpMismatch`],
     ///   [`Error::FoldedPpMismatch`] (folded experts);
     /// - [`Error::HierarchicalCpProduct`], [`Error::DistOptNotDivisible`],
-    ///   [`Error::DistOptInconsistent`], [`Error::NeedsFolded`], [`Error::NotWithEncoder`];
+    ///   [`Error::DistOptInconsistent`], [`Error::DistOptSlicesNotDivisible`], [`Error::NeedsFolded`];
     /// - [`Error::Overflow`] when a size product or the last rank exceeds `u32`.
     pub fn new(config: &Config) -> Result<Layout> {
         let (shape, families) = build::build(config)?;

@@ -4,7 +4,7 @@ use std::borrow::Cow;
 use std::iter::FusedIterator;
 
 use crate::error::{Error, Result};
-use crate::group::Group;
+use crate::group::{Group, try_zeroed};
 use crate::plan::Plan;
 use crate::plan::table::GroupTable;
 
@@ -107,15 +107,9 @@ impl<'a> Groups<'a> {
     /// all members, each group a slice.
     ///
     /// # Errors
-    /// [`Error::BufferTooSmall`] when the members do not fit this machine's
-    /// address space.
+    /// [`Error::OutOfMemory`] when the members cannot be allocated.
     pub fn table(self) -> Result<GroupTable> {
-        let needed = self.member_count();
-        let len = usize::try_from(needed).map_err(|_| Error::BufferTooSmall {
-            needed,
-            len: usize::MAX,
-        })?;
-        let mut members = vec![0u32; len];
+        let mut members = try_zeroed(self.member_count())?;
         let runs = self.plan.runs_in(self.next..self.end);
         self.fill(&mut members)?;
         Ok(GroupTable::new(members, runs))

@@ -32,8 +32,8 @@ class Config(TypedDict):
     encoder_pp: Optional[int]
     expert_layout: Literal["nested", "folded"]
     etp: Optional[int]
-    hierarchical_cp: Optional[list[int]]
-    dist_opt_instances: Optional[int]
+    hierarchical_cp: list[int]
+    dist_opt_instances: int
 
 class Membership(TypedDict):
     color: int
@@ -49,11 +49,28 @@ class Coord(TypedDict):
     etp: int
     edp: int
 
+class Pipeline(TypedDict):
+    stage: int
+    stages: int
+    prev: list[int]
+    next: list[int]
+
 class RankCard(TypedDict):
     rank: int
     part: Literal["encoder", "decoder"]
     coord: Coord
+    pipeline: Pipeline
     groups: dict[str, list[Membership]]
+
+MEGATRON_ARGS: list[tuple[str, str, str, str]]
+
+def megatron_config(args: object) -> dict[str, object]: ...
+
+class RankGenerator:
+    def __init__(
+        self, tp: Int, ep: Int, dp: Int, pp: Int, cp: Int, order: str, rank_offset: Optional[Int] = None
+    ) -> None: ...
+    def get_ranks(self, token: str, independent_ep: bool = False) -> list[list[int]]: ...
 
 Int = SupportsIndex
 SplitStep = tuple[str, int, int, Optional[tuple[int, int]]]
