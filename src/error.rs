@@ -348,6 +348,117 @@ pub enum Error {
         bytes: u64,
     },
 
+    /// A mesh dim (or view, or flatten) name that is not a name.
+    #[error(
+        "{what} name {name:?} is not a name (letters, digits and _, not starting with a digit)"
+    )]
+    BadName {
+        /// What is named: `dim`, `view` or `flatten`.
+        what: &'static str,
+        /// The name given.
+        name: String,
+    },
+
+    /// A name given twice in one mesh (dims, views and flattens share one
+    /// namespace per factorisation).
+    #[error("{name} is named twice in {place}")]
+    DuplicateName {
+        /// The name.
+        name: String,
+        /// Where: `the mesh`, `view expert`, ...
+        place: String,
+    },
+
+    /// A mesh dim of size 0.
+    #[error("dim {name} has size 0 (every dim needs at least 1)")]
+    ZeroDim {
+        /// The dim.
+        name: String,
+    },
+
+    /// More dims than a mesh holds.
+    #[error("{count} dims in {place}, at most {max} are supported")]
+    TooManyDims {
+        /// How many were given.
+        count: usize,
+        /// Where.
+        place: String,
+        /// The most supported.
+        max: usize,
+    },
+
+    /// A name that is not a dim, a view or a flatten of the mesh.
+    #[error("unknown {what} {name:?} in {place} (known: {known})")]
+    UnknownName {
+        /// `dim`, `view` or `dim set`.
+        what: &'static str,
+        /// The name given.
+        name: String,
+        /// Where it was looked up.
+        place: String,
+        /// The names there are.
+        known: String,
+    },
+
+    /// A view whose dims do not cover the mesh's ranks.
+    #[error("view {view} has {view_world} ranks ({dims}), the mesh {world}")]
+    ViewWorld {
+        /// The view.
+        view: String,
+        /// Its dims, `name=size` joined.
+        dims: String,
+        /// Its number of ranks.
+        view_world: u64,
+        /// The mesh's.
+        world: u32,
+    },
+
+    /// A dim a view shares with the mesh enumerates other ranks there.
+    #[error(
+        "view {view} shares dim {dim} with the mesh, but it is size {view_size} stride {view_stride} there and size {size} stride {stride} in the mesh: its groups differ"
+    )]
+    SharedDimDiffers {
+        /// The view.
+        view: String,
+        /// The dim.
+        dim: String,
+        /// Size and stride in the mesh.
+        size: u32,
+        /// Stride in the mesh.
+        stride: u32,
+        /// Size in the view.
+        view_size: u32,
+        /// Stride in the view.
+        view_stride: u32,
+    },
+
+    /// A rank map that is not a permutation of the mesh's positions.
+    #[error("rank_map {problem}")]
+    BadRankMap {
+        /// What is wrong, with the values.
+        problem: String,
+    },
+
+    /// A mesh, view or flatten specification that does not parse.
+    #[error("{what} {text:?}: {problem}")]
+    BadSpec {
+        /// `--mesh`, `--view`, `--flatten`, a config key.
+        what: &'static str,
+        /// The text given.
+        text: String,
+        /// What is wrong.
+        problem: String,
+    },
+
+    /// A mesh was asked of a layout that is not one grid.
+    #[error(
+        "the {layout} layout is two grids joined by their pipelines, not one mesh: ask the layout itself"
+    )]
+    NotAMesh {
+        /// The layout's shape.
+        layout: LayoutShape,
+    },
+
     /// A configuration that does not parse (JSON, CLI value).
     #[error("invalid configuration: {message}")]
     InvalidConfig {

@@ -4,6 +4,7 @@ use std::fmt;
 use std::iter::FusedIterator;
 
 use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 
 use arrayvec::ArrayVec;
 
@@ -50,13 +51,35 @@ pub(crate) fn try_zeroed(n: u64) -> Result<Vec<u32>> {
 #[derive(Clone)]
 pub struct Group {
     segments: ArrayVec<Segment, 2>,
+    map: Option<RankMap>,
+}
+
+/// A mesh's rank map: the segments' values are positions in the mesh, and
+/// position `p` is rank `offset + ranks[p]`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct RankMap {
+    pub offset: u32,
+    pub ranks: Arc<[u32]>,
+}
+
+impl RankMap {
+    /// The rank at position `p` (a position past the map stays as it is;
+    /// callers pass positions of the mesh).
+    #[inline]
+    pub fn rank(&self, p: u32) -> u32 {
+        let mapped = self.ranks.get(p as usize).copied().unwrap_or(p);
+        self.offset.wrapping_add(mapped)
+    }
 }
 
 impl Group {
     pub(crate) fn new(segment: Segment) -> Group {
         let mut segments = ArrayVec::new();
         let _ = segments.try_push(segment);
-        Group { segments }
+        Group {
+            segments,
+            map: None,
+        }
     }
 
     /// The concatenation of two segments (encoder part, then decoder part).
@@ -64,7 +87,27 @@ impl Group {
         let mut segments = ArrayVec::new();
         let _ = segments.try_push(first);
         let _ = segments.try_push(second);
-        Group { segments }
+        Group {
+            segments,
+            map: None,
+        }
+    }
+
+    /// The group whose segment values are mesh positions, mapped to ranks by `map`.
+    pub(crate) fn mapped(segment: Segment, map: RankMap) -> Group {
+        Group {
+            map: Some(map),
+            ..Group::new(segment)
+        }
+    }
+
+    /// The rank of a segment value.
+    #[inline]
+    fn rank_of(&self, raw: u32) -> u32 {
+        match &self.map {
+            Some(map) => map.rank(raw),
+            None => raw,
+        }
     }
 
     /// The number of members.
@@ -78,7 +121,7 @@ impl Group {
         let mut i = u32::try_from(i).ok()?;
         for segment in &self.segments {
             if i < segment.len() {
-                return Some(segment.at(i));
+                return Some(self.rank_of(segment.at(i)));
             }
             i -= segment.len();
         }
@@ -141,7 +184,13 @@ impl Group {
             }
             at += len;
         }
-        at.min(out.len())
+        let written = at.min(out.len());
+        if let (Some(map), Some(done)) = (&self.map, out.get_mut(..written)) {
+            for r in done {
+                *r = map.rank(*r);
+            }
+        }
+        written
     }
 }
 
@@ -253,7 +302,7 @@ impl Members {
             self.left = segment.len - 1;
             self.index = 1;
             self.remaining -= 1;
-            return Some(self.rank);
+            return Some(self.group.rank_of(self.rank));
         }
     }
 }
@@ -293,7 +342,7 @@ impl Iterator for Members {
             }
         }
         self.index += 1;
-        Some(self.rank)
+        Some(self.group.rank_of(self.rank))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {

@@ -92,6 +92,7 @@ mod layout;
 mod layout_shape;
 mod math;
 pub mod megatron;
+mod mesh;
 #[cfg(feature = "mpi")]
 pub mod mpi;
 mod order;
@@ -116,6 +117,9 @@ pub use group::{Group, Members};
 pub use kind::Kind;
 pub use layout::{Layout, Membership, Sizes, SplitRound, Splits, Spread, Stage};
 pub use layout_shape::LayoutShape;
+pub use mesh::{
+    FlattenSpec, Mesh, MeshCoord, MeshSpec, MeshSplits, MeshSplitsIter, Selection, ViewSpec,
+};
 pub use order::Order;
 pub use plan::groups::Groups;
 pub use plan::table::{GroupTable, TableIter};

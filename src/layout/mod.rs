@@ -22,11 +22,13 @@ pub use spread::Spread;
 
 use crate::axis::Axis;
 use crate::config::Config;
+use crate::config::ExpertLayout;
 use crate::coord::{Coord, ExpertCoord, Part, Placement};
 use crate::error::{Error, Result};
 use crate::group::Group;
 use crate::kind::Kind;
 use crate::layout_shape::LayoutShape;
+use crate::mesh::Mesh;
 use crate::plan::Resolved;
 use crate::plan::groups::Groups;
 use crate::plan::view::{RankView, View};
@@ -519,6 +521,50 @@ impl Layout {
                 pp: read(View::Expert, Axis::Pp),
             },
         })
+    }
+
+    /// The layout's grid as a [`Mesh`]: its dims (`tp`, `cp`, `dp`, `pp`
+    /// in the layout's order, size-1 ones kept) and its expert grid as the
+    /// view `expert` (folded: `etp`, `ep`, `edp`, `pp`, sharing `pp`;
+    /// nested: `tp`, `cp`, `ep`, `edp`, `pp`, sharing `tp`, `cp` and `pp`).
+    /// A kind of axes is the mesh's dim set of the same names: `dp-cp` is
+    /// `"dp-cp"`, folded `etp-ep` is `"expert:etp-ep"`, nested `dp-mod-ep`
+    /// is `"expert:edp"`.
+    ///
+    /// ```
+    /// use rank_layout::{Config, Kind, Layout};
+    /// let layout = Layout::new(&Config::new().tp(2).cp(2).ep(2).pp(2).world_size(16))?;
+    /// let mesh = layout.mesh()?;
+    /// assert_eq!(mesh.groups("dp-cp")?.to_vecs(), layout.groups(Kind::DP_CP)?.to_vecs());
+    /// assert_eq!(mesh.groups("expert:ep")?.to_vecs(), layout.groups(Kind::EP)?.to_vecs());
+    /// # Ok::<(), rank_layout::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::NotAMesh`] for an encoder + decoder layout, whose pipelines
+    /// join two grids.
+    pub fn mesh(&self) -> Result<Mesh> {
+        let Shape::Single(d) = &self.shape else {
+            return Err(Error::NotAMesh {
+                layout: self.shape(),
+            });
+        };
+        let named =
+            |grid: &crate::grid::Grid, keep: &dyn Fn(Axis) -> bool| -> Vec<(&'static str, u32)> {
+                grid.axes()
+                    .iter()
+                    .filter(|a| keep(a.axis))
+                    .map(|a| (a.axis.name(), a.digit.size))
+                    .collect()
+            };
+        let base = named(&d.attention, &|_| true);
+        let (expert, shared): (Vec<(&str, u32)>, &[&str]) = match d.experts {
+            ExpertLayout::Nested => (named(&d.expert, &|_| true), &["tp", "cp", "pp"]),
+            _ => (named(&d.expert, &|a| a != Axis::Cp), &["pp"]),
+        };
+        Mesh::new(base)?
+            .with_rank_offset(d.attention.offset())?
+            .view("expert", &expert, shared)
     }
 
     /// The rank at `coord` of grid `part` (the inverse of [`placement`](Self::placement)).
