@@ -2,7 +2,7 @@
 
 use numpy::{PyArray1, PyArray2, PyArrayMethods};
 use pyo3::prelude::*;
-use rank_layout::{Groups, Kind};
+use rank_layout::Groups;
 
 use crate::error::{OrRaise, raise};
 
@@ -13,9 +13,9 @@ use crate::error::{OrRaise, raise};
 /// # Errors
 /// A [`LayoutError`](crate::error::LayoutError) when the groups do not all
 /// have one size (an encoder + decoder layout's encoder and decoder groups).
-pub(crate) fn groups_array<'py>(
+pub(crate) fn array_of<'py>(
     py: Python<'py>,
-    kind: Kind,
+    kind: &str,
     groups: Groups<'_>,
 ) -> PyResult<Bound<'py, PyArray2<u32>>> {
     let count = groups.len();

@@ -198,7 +198,7 @@ impl PyLayout {
         kind: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyArray2<u32>>> {
         let kind = self::kind(kind)?;
-        array::groups_array(py, kind, self.inner.groups(kind).or_raise()?)
+        array::array_of(py, &kind.to_string(), self.inner.groups(kind).or_raise()?)
     }
 
     /// Group ``index`` (its color) of ``kind``, as a list of ranks.
@@ -379,6 +379,20 @@ impl PyLayout {
         self.inner
             .is_position_embedding_rank(self.rank_arg(rank)?)
             .or_raise()
+    }
+
+    /// The layout's grid as a :class:`Mesh`: dims ``tp``, ``cp``, ``dp``,
+    /// ``pp`` in the layout's order and the expert grid as the view
+    /// ``expert`` (folded: ``etp``, ``ep``, ``edp``, ``pp``). A kind of axes
+    /// is the mesh's dim set of the same names.
+    ///
+    /// >>> layout = Layout(tp=2, cp=2, ep=2, pp=2, world_size=16)
+    /// >>> layout.mesh().groups("expert:ep") == layout.groups("ep")
+    /// True
+    fn mesh(&self) -> PyResult<crate::mesh::PyMesh> {
+        Ok(crate::mesh::PyMesh {
+            inner: self.inner.mesh().or_raise()?,
+        })
     }
 
     fn __eq__(&self, other: &Bound<'_, PyLayout>) -> bool {

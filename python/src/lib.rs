@@ -30,6 +30,7 @@ mod kind;
 mod layout;
 mod megatron;
 mod memory;
+mod mesh;
 mod value;
 
 use pyo3::prelude::*;
@@ -41,6 +42,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<layout::PyLayout>()?;
     m.add("CONFIG_KEYS", config::KEYS.to_vec())?;
     m.add_class::<megatron::PyRankGenerator>()?;
+    m.add_class::<mesh::PyMesh>()?;
     m.add_function(wrap_pyfunction!(megatron::megatron_config, m)?)?;
     m.add("MEGATRON_ARGS", megatron::table(m.py())?)?;
     Ok(())

@@ -27,13 +27,14 @@ from typing import Any, NamedTuple, Optional
 from rank_layout._native import CONFIG_KEYS, LayoutError
 from rank_layout._native import MEGATRON_ARGS as _MEGATRON_TABLE
 from rank_layout._native import Layout as _NativeLayout
-from rank_layout._native import megatron_config
+from rank_layout._native import Mesh, megatron_config
 
 __all__ = [
     "Layout",
     "LayoutError",
     "CONFIG_KEYS",
     "MEGATRON_ARGS",
+    "Mesh",
     "Split",
     "SplitRound",
     "megatron_config",
