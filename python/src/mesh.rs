@@ -39,6 +39,9 @@ pub(crate) struct PyMesh {
     pub(crate) inner: Mesh,
 }
 
+/// A view's name and its dims.
+type NamedDims = (String, Vec<(String, u32)>);
+
 /// `(name, size)` pairs from a sequence of pairs or a mapping.
 fn pairs(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<(String, u32)>> {
     let bad = || {
@@ -236,7 +239,7 @@ impl PyMesh {
 
     /// The views, by name: their dims, first fastest.
     #[getter]
-    fn views(&self) -> PyResult<Vec<(String, Vec<(String, u32)>)>> {
+    fn views(&self) -> PyResult<Vec<NamedDims>> {
         self.inner
             .views()
             .map(|v| {
