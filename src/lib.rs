@@ -119,6 +119,7 @@ pub use layout::{Layout, Membership, Sizes, SplitRound, Splits, Spread, Stage};
 pub use layout_shape::LayoutShape;
 pub use mesh::{
     FlattenSpec, Mesh, MeshCoord, MeshSpec, MeshSplits, MeshSplitsIter, Selection, ViewSpec,
+    torchtitan_mesh,
 };
 pub use order::Order;
 pub use plan::groups::Groups;

@@ -43,6 +43,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("CONFIG_KEYS", config::KEYS.to_vec())?;
     m.add_class::<megatron::PyRankGenerator>()?;
     m.add_class::<mesh::PyMesh>()?;
+    m.add_function(wrap_pyfunction!(mesh::torchtitan_mesh, m)?)?;
     m.add_function(wrap_pyfunction!(megatron::megatron_config, m)?)?;
     m.add("MEGATRON_ARGS", megatron::table(m.py())?)?;
     Ok(())

@@ -491,6 +491,64 @@ impl PyMesh {
     }
 }
 
+/// torchtitan's ``ParallelDims(dp_replicate, dp_shard, cp, tp, pp, ep,
+/// world_size, spmd_backend)`` (0.3.0) as one :class:`Mesh`: dims ``tp``,
+/// ``cp``, ``dp_shard``, ``dp_replicate``, ``pp`` (first fastest), the view
+/// ``expert`` (``ep``, ``efsdp``, ``dp_replicate``, ``pp``, with ``efsdp =
+/// dp_shard*cp*tp/ep``) and the names ``batch``, ``dp``, ``loss``,
+/// ``fsdp``, ``ep``, ``efsdp``: every name of its ``get_mesh`` is a dim set.
+/// ``dp_shard=-1`` is inferred from ``world_size``; ``spmd_backend`` is
+/// accepted (every backend's names are there).
+///
+/// >>> from rank_layout import torchtitan_mesh
+/// >>> mesh = torchtitan_mesh(dp_shard=-1, tp=2, ep=2, world_size=8)
+/// >>> mesh.groups("efsdp")[0], mesh.groups("ep")[0], mesh.groups("batch")[0]
+/// ([0, 2, 4, 6], [0, 1], [0, 2, 4, 6])
+#[pyfunction]
+#[pyo3(signature = (*, dp_replicate=None, dp_shard=None, cp=None, tp=None, pp=None, ep=None, world_size, spmd_backend=None))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn torchtitan_mesh(
+    dp_replicate: Option<&Bound<'_, PyAny>>,
+    dp_shard: Option<&Bound<'_, PyAny>>,
+    cp: Option<&Bound<'_, PyAny>>,
+    tp: Option<&Bound<'_, PyAny>>,
+    pp: Option<&Bound<'_, PyAny>>,
+    ep: Option<&Bound<'_, PyAny>>,
+    world_size: &Bound<'_, PyAny>,
+    spmd_backend: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyMesh> {
+    let degree = |name: &str, v: Option<&Bound<'_, PyAny>>| match v {
+        Some(v) if !v.is_none() => size(name, v),
+        _ => Ok(1),
+    };
+    let shard = match dp_shard {
+        Some(v) if !v.is_none() => match v.extract::<i64>() {
+            Ok(-1) => None,
+            _ => Some(size("dp_shard", v)?),
+        },
+        _ => None,
+    };
+    if let Some(b) = spmd_backend.filter(|b| !b.is_none()) {
+        let b = string("spmd_backend", "'spmd_types'", b)?;
+        if !["spmd_types", "full_dtensor", "partial_dtensor"].contains(&b.as_str()) {
+            return Err(raise(format!(
+                "spmd_backend must be 'spmd_types', 'full_dtensor' or 'partial_dtensor', got {b:?}"
+            )));
+        }
+    }
+    let mesh = rank_layout::torchtitan_mesh(
+        degree("dp_replicate", dp_replicate)?,
+        shard,
+        degree("cp", cp)?,
+        degree("tp", tp)?,
+        degree("pp", pp)?,
+        degree("ep", ep)?,
+        size("world_size", world_size)?,
+    )
+    .or_raise()?;
+    Ok(PyMesh { inner: mesh })
+}
+
 /// A split as `rank_layout.Split` (a named tuple), or a plain tuple when
 /// the package's Python half is not loaded.
 pub(crate) fn split_tuple(py: Python<'_>, s: Split) -> PyResult<Bound<'_, PyAny>> {

@@ -116,6 +116,7 @@ def docstring_tests() -> list[doctest.DocTest]:
         rank_layout._native.LayoutError,
         rank_layout._native.RankGenerator,
         rank_layout._native.Mesh,
+        rank_layout._native.torchtitan_mesh,
         rank_layout._native.megatron_config,
     ):
         members = vars(owner).items() if isinstance(owner, type) else []

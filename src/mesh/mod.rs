@@ -29,6 +29,7 @@ mod factors;
 mod selection;
 mod spec;
 mod splits;
+mod torchtitan;
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -36,6 +37,7 @@ use std::sync::Arc;
 pub use selection::Selection;
 pub use spec::{FlattenSpec, MeshSpec, ViewSpec};
 pub use splits::{MeshSplits, MeshSplitsIter};
+pub use torchtitan::torchtitan_mesh;
 
 use crate::coord::Part;
 use crate::error::{Error, Result};

@@ -27,7 +27,7 @@ from typing import Any, NamedTuple, Optional
 from rank_layout._native import CONFIG_KEYS, LayoutError
 from rank_layout._native import MEGATRON_ARGS as _MEGATRON_TABLE
 from rank_layout._native import Layout as _NativeLayout
-from rank_layout._native import Mesh, megatron_config
+from rank_layout._native import Mesh, megatron_config, torchtitan_mesh
 
 __all__ = [
     "Layout",
@@ -38,6 +38,7 @@ __all__ = [
     "Split",
     "SplitRound",
     "megatron_config",
+    "torchtitan_mesh",
 ]
 
 try:

@@ -163,3 +163,15 @@ class Mesh:
     def coord(self, rank: Int, view: Optional[str] = None) -> Optional[dict[str, int]]: ...
     def split(self, rank: Int, dims: str | Sequence[str], view: Optional[str] = None) -> tuple[int, int]: ...
     def splits(self, rank: Int, dim_sets: Sequence[str]) -> list[tuple[int, int]]: ...
+
+def torchtitan_mesh(
+    *,
+    dp_replicate: Optional[Int] = None,
+    dp_shard: Optional[Int] = None,
+    cp: Optional[Int] = None,
+    tp: Optional[Int] = None,
+    pp: Optional[Int] = None,
+    ep: Optional[Int] = None,
+    world_size: Int,
+    spmd_backend: Optional[str] = None,
+) -> Mesh: ...
