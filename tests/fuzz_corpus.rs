@@ -58,6 +58,11 @@ fn corpus_layout() {
 }
 
 #[test]
+fn corpus_mesh_spec() {
+    replay("mesh_spec", entries::mesh_spec);
+}
+
+#[test]
 fn corpus_megatron_args() {
     replay("megatron_args", entries::megatron_args);
 }
