@@ -68,14 +68,7 @@ fn size_errors() {
                 .expert_layout(ExpertLayout::Nested),
             "encoder_pp",
         ),
-        (
-            folded(
-                Config::new()
-                    .etp(Some(0))
-                    .expert_layout(ExpertLayout::Nested),
-            ),
-            "etp",
-        ),
+        (folded(Config::new().etp(Some(0))), "etp"),
     ] {
         assert_eq!(err(c), Error::ZeroSize { what });
     }
@@ -132,14 +125,7 @@ fn nested_expert_errors() {
 #[test]
 fn folded_errors() {
     assert_eq!(
-        err(folded(
-            Config::new()
-                .tp(2)
-                .dp(Some(3))
-                .ep(4)
-                .etp(Some(1))
-                .expert_layout(ExpertLayout::Nested)
-        )),
+        err(folded(Config::new().tp(2).dp(Some(3)).ep(4).etp(Some(1)))),
         Error::ExpertWorldNotDivisible {
             world_size: 6,
             etp: 1,
@@ -154,8 +140,7 @@ fn folded_errors() {
             .dp(Some(2))
             .pp(2)
             .etp(Some(1))
-            .order(order("tp-pp-dp"))
-            .expert_layout(ExpertLayout::Nested),
+            .order(order("tp-pp-dp")),
     ));
     assert!(
         matches!(
@@ -177,8 +162,7 @@ fn folded_errors() {
             .pp(2)
             .ep(2)
             .etp(Some(1))
-            .order(order("tp-pp-ep-dp"))
-            .expert_layout(ExpertLayout::Nested),
+            .order(order("tp-pp-ep-dp")),
     ));
     assert!(
         matches!(
@@ -200,7 +184,6 @@ fn folded_errors() {
                 .pp(2)
                 .etp(Some(1))
                 .order(order("tp-dp-pp-cp"))
-                .expert_layout(ExpertLayout::Nested)
         ))
         .is_ok()
     );
@@ -208,11 +191,7 @@ fn folded_errors() {
     assert!(Layout::new(&folded(Config::new().encoder_tp(Some(1)))).is_ok());
     assert!(matches!(
         err(folded(
-            Config::new()
-                .ep(2)
-                .dp(Some(2))
-                .order(order("tp-dp-pp"))
-                .expert_layout(ExpertLayout::Nested)
+            Config::new().ep(2).dp(Some(2)).order(order("tp-dp-pp"))
         )),
         Error::MissingAxis { .. }
     ));
@@ -262,12 +241,7 @@ fn dist_opt_errors() {
         }
     ));
     assert_eq!(
-        err(folded(
-            Config::new()
-                .dp(Some(6))
-                .dist_opt_instances(4)
-                .expert_layout(ExpertLayout::Nested)
-        )),
+        err(folded(Config::new().dp(Some(6)).dist_opt_instances(4))),
         Error::DistOptNotDivisible {
             instances: 4,
             dp_cp: 6,
@@ -284,8 +258,7 @@ fn dist_opt_errors() {
             .dp(Some(2))
             .etp(Some(1))
             .dist_opt_instances(2)
-            .order(order("cp-dp-tp-ep-pp"))
-            .expert_layout(ExpertLayout::Nested),
+            .order(order("cp-dp-tp-ep-pp")),
     ));
     assert_eq!(
         e,
@@ -312,8 +285,7 @@ fn dist_opt_errors() {
             .ep(2)
             .etp(Some(1))
             .dist_opt_instances(2)
-            .order(order("tp-cp-dp-ep-pp"))
-            .expert_layout(ExpertLayout::Nested),
+            .order(order("tp-cp-dp-ep-pp")),
     ));
     assert!(
         matches!(
@@ -335,8 +307,7 @@ fn dist_opt_errors() {
             .dp(Some(2))
             .etp(Some(2))
             .dist_opt_instances(2)
-            .order(order("cp-tp-dp-ep-pp"))
-            .expert_layout(ExpertLayout::Nested),
+            .order(order("cp-tp-dp-ep-pp")),
     ))
     .unwrap();
     assert_eq!(
@@ -344,13 +315,7 @@ fn dist_opt_errors() {
         [vec![0, 1], vec![4, 5]]
     );
     // N = 1 is off: no kinds, no checks.
-    let l = Layout::new(&folded(
-        Config::new()
-            .dp(Some(3))
-            .dist_opt_instances(1)
-            .expert_layout(ExpertLayout::Nested),
-    ))
-    .unwrap();
+    let l = Layout::new(&folded(Config::new().dp(Some(3)).dist_opt_instances(1))).unwrap();
     assert!(!l.kinds().contains(&Kind::DP_CP_INTRA));
 }
 

@@ -230,8 +230,7 @@ fn every_plan_shape() {
                 .cp(2)
                 .dp(Some(3))
                 .etp(Some(1))
-                .dist_opt_instances(2)
-                .expert_layout(ExpertLayout::Nested),
+                .dist_opt_instances(2),
         ),
         folded(
             Config::new()
@@ -242,8 +241,7 @@ fn every_plan_shape() {
                 .hierarchical_cp(vec![2, 2])
                 .dist_opt_instances(2)
                 .etp(Some(1))
-                .ep(2)
-                .expert_layout(ExpertLayout::Nested),
+                .ep(2),
         ),
         Config::new()
             .tp(4)

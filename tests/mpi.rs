@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use rank_layout::mpi::rsmpi::collective::SystemOperation;
 use rank_layout::mpi::traits::*;
 use rank_layout::mpi::{Communicator, SimpleCommunicator};
-use rank_layout::{Config, ExpertLayout, Layout};
+use rank_layout::{Config, ExpertLayout, Layout, Mesh, MeshSpec};
 
 #[allow(dead_code)]
 #[path = "../examples/mpi_launcher.rs"]
@@ -87,8 +87,7 @@ fn layouts(processes: u32) -> Vec<(&'static str, Config)> {
                         .ep(2)
                         .etp(Some(1))
                         .dist_opt_instances(2)
-                        .hierarchical_cp(vec![2])
-                        .expert_layout(ExpertLayout::Nested),
+                        .hierarchical_cp(vec![2]),
                 ),
             ),
         ]),
@@ -113,8 +112,7 @@ fn layouts(processes: u32) -> Vec<(&'static str, Config)> {
                         .ep(4)
                         .etp(Some(1))
                         .dist_opt_instances(2)
-                        .hierarchical_cp(vec![2])
-                        .expert_layout(ExpertLayout::Nested),
+                        .hierarchical_cp(vec![2]),
                 ),
             ),
             (
@@ -149,8 +147,7 @@ fn layouts(processes: u32) -> Vec<(&'static str, Config)> {
                         .ep(4)
                         .etp(Some(1))
                         .dist_opt_instances(2)
-                        .hierarchical_cp(vec![2])
-                        .expert_layout(ExpertLayout::Nested),
+                        .hierarchical_cp(vec![2]),
                 ),
             ),
             (
@@ -177,6 +174,106 @@ fn layouts(processes: u32) -> Vec<(&'static str, Config)> {
         ]),
     }
     out
+}
+
+/// Meshes for a job of `processes` processes: torchtitan's dims with their
+/// expert view and names, a DeviceMesh-order mesh with a view and a
+/// flatten smaller than the world, and a mesh with a rank map.
+fn meshes(processes: u32) -> Vec<(&'static str, Mesh)> {
+    let reversed: Vec<u32> = (0..processes / 2).rev().collect();
+    vec![
+        (
+            "torchtitan dp_replicate 2, tp 2, ep 2",
+            rank_layout::torchtitan_mesh(2, None, 1, 2, 1, 2, processes).unwrap(),
+        ),
+        (
+            "device mesh (2, 2, n/8) at offset 1, a view and a flatten",
+            MeshSpec::parse_device_mesh(&format!("pp=2,dp={},tp=2", processes / 8))
+                .unwrap()
+                .rank_offset(1)
+                .view(&format!("expert:pp,ep={},etp=1", processes / 4))
+                .unwrap()
+                .flatten("dp_tp=dp,tp")
+                .unwrap()
+                .build()
+                .unwrap(),
+        ),
+        (
+            "rank map reversed, half the world",
+            Mesh::new([("a", 2), ("b", processes / 4)])
+                .unwrap()
+                .with_rank_map(reversed)
+                .unwrap(),
+        ),
+    ]
+}
+
+/// Every dim set of `mesh`: each subset of its dims, of each view's, and
+/// its flattens.
+fn dim_sets(mesh: &Mesh) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut add = |prefix: &str, dims: Vec<String>| {
+        for bits in 1u32..(1 << dims.len()) {
+            let chosen: Vec<&str> = dims
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| bits & (1 << i) != 0)
+                .map(|(_, d)| d.as_str())
+                .collect();
+            out.push(format!("{prefix}{}", chosen.join("-")));
+        }
+    };
+    add("", mesh.dims().map(|(n, _)| n.to_owned()).collect());
+    for view in mesh.views() {
+        let dims = mesh
+            .view_dims(view)
+            .unwrap()
+            .map(|(n, _)| n.to_owned())
+            .collect();
+        add(&format!("{view}:"), dims);
+    }
+    out.extend(mesh.flattens().map(|(n, _)| n.to_owned()));
+    out
+}
+
+/// Checks this process's communicator of every dim set of `mesh`.
+fn check_mesh(world: &SimpleCommunicator, mesh: &Mesh) -> Result<(), String> {
+    let me = world.rank() as u32;
+    let sets = dim_sets(mesh);
+    let specs: Vec<&str> = sets.iter().map(String::as_str).collect();
+    let comms = mesh
+        .communicators(world, &specs)
+        .map_err(|e| e.to_string())?;
+    let inside = me >= mesh.rank_offset() && u64::from(me) < mesh.rank_end();
+    for spec in &specs {
+        let got = comms.get(spec).map_err(|e| e.to_string())?;
+        match (got, inside) {
+            (None, false) => {}
+            (Some(g), true) => {
+                let want = mesh.split(me, spec).map_err(|e| e.to_string())?;
+                let members = mesh
+                    .groups(spec)
+                    .unwrap()
+                    .nth(want.color as usize)
+                    .unwrap()
+                    .to_vec();
+                if (g.color, g.key, g.world_ranks()) != (want.color, want.key, members.clone()) {
+                    return Err(format!(
+                        "{spec}: built {:?}",
+                        (g.color, g.key, g.world_ranks())
+                    ));
+                }
+                let mut gathered = vec![0i32; members.len()];
+                g.comm.all_gather_into(&world.rank(), &mut gathered[..]);
+                let gathered: Vec<u32> = gathered.into_iter().map(|r| r as u32).collect();
+                if gathered != members || g.comm.rank() as u32 != g.key {
+                    return Err(format!("{spec}: gathered {gathered:?}, group {members:?}"));
+                }
+            }
+            (got, _) => return Err(format!("{spec}: inside {inside}, built {got:?}")),
+        }
+    }
+    Ok(())
 }
 
 /// Checks every communicator of this process against the layout.
@@ -266,6 +363,23 @@ fn suite(world: &SimpleCommunicator) -> ExitCode {
     for (name, config) in layouts(world.size() as u32) {
         let layout = Layout::new(&config).expect("a valid layout");
         let result = check_layout(world, &layout);
+        if let Err(e) = &result {
+            eprintln!("FAILED {name}, process {}: {e}", world.rank());
+        }
+        let mut all_ok = 0i32;
+        world.all_reduce_into(
+            &i32::from(result.is_ok()),
+            &mut all_ok,
+            SystemOperation::min(),
+        );
+        if all_ok == 1 {
+            passed += 1;
+        } else {
+            failed += 1;
+        }
+    }
+    for (name, mesh) in meshes(world.size() as u32) {
+        let result = check_mesh(world, &mesh);
         if let Err(e) = &result {
             eprintln!("FAILED {name}, process {}: {e}", world.rank());
         }
@@ -372,7 +486,10 @@ fn scenarios() -> Vec<Scenario> {
             format!("membership suite on {n} processes"),
             Box::new(move || {
                 let j = job(n, "suite", &[], &[])?;
-                let want = format!("suite: {} passed, 0 failed", layouts(n).len());
+                let want = format!(
+                    "suite: {} passed, 0 failed",
+                    layouts(n).len() + meshes(n).len()
+                );
                 if j.code == Some(0) && j.stdout.contains(&want) {
                     Ok(())
                 } else {

@@ -37,6 +37,7 @@
 //! every communicator, and [`Communicators`] for what each process gets.
 
 mod comms;
+mod mesh;
 mod rank;
 
 /// The rsmpi crate this module is built against, whole, for what a
@@ -46,6 +47,7 @@ pub use ::mpi::environment::Universe;
 pub use ::mpi::topology::{Communicator, SimpleCommunicator};
 pub use ::mpi::{Rank, initialize, traits};
 pub use comms::{Communicators, GroupComm, Peer};
+pub use mesh::MeshCommunicators;
 pub use rank::{from_mpi_rank, to_mpi_rank};
 
 use ::mpi::topology::Color;
