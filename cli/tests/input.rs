@@ -195,3 +195,63 @@ fn divisibility_errors_suggest_the_nearest_valid_world_sizes() {
         "nearest valid: 16, 32",
     );
 }
+
+#[test]
+fn config_files_name_duplicate_keys_and_large_integers_and_skip_a_bom() {
+    let dir = temp_dir("strict-configs");
+    let write = |name: &str, text: &[u8]| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path.display().to_string()
+    };
+    // A key given twice is an error naming it, in JSON (where serde_json
+    // keeps the last) and in TOML.
+    let p = write("twice.json", br#"{"tp": 2, "tp": 4}"#);
+    let err = fails_with(&format!("groups --config {p}"), "duplicate key `tp`");
+    assert!(err.contains(&p), "{err}");
+    let p = write("twice.toml", b"tp = 2\ntp = 4\n");
+    fails_with(
+        &format!("groups --config {p}"),
+        "duplicate key `tp` at line 2",
+    );
+    // A UTF-8 byte-order mark is skipped, in both formats and in a file
+    // read by its first character.
+    for (name, text) in [
+        (
+            "bom.json",
+            &b"\xef\xbb\xbf{\"tp\": 2, \"world_size\": 4}"[..],
+        ),
+        ("bom.toml", b"\xef\xbb\xbftp = 2\nworld_size = 4\n"),
+        ("bom", b"\xef\xbb\xbf{\"tp\": 2, \"world_size\": 4}"),
+    ] {
+        let p = write(name, text);
+        let v = json(&format!("groups --config {p} --format json --kind tp"));
+        assert_eq!(v["groups"]["tp"][1], serde_json::json!([2, 3]), "{name}");
+    }
+    // An integer too large for any key is named as written, not as the
+    // float serde_json would round it to.
+    let big = "100000000000000000000000";
+    let p = write("big.json", format!(r#"{{"tp": {big}}}"#).as_bytes());
+    let err = fails_with(
+        &format!("groups --config {p}"),
+        &format!("tp = {big} does not fit"),
+    );
+    assert!(!err.contains("1e+23") && !err.contains("floating"), "{err}");
+    let p = write(
+        "big-list.json",
+        format!(r#"{{"cp": 4, "hierarchical_cp": [2, -{big}]}}"#).as_bytes(),
+    );
+    fails_with(
+        &format!("groups --config {p}"),
+        &format!("hierarchical_cp[1] = -{big} does not fit"),
+    );
+    let p = write("big.toml", format!("tp = {big}\n").as_bytes());
+    fails_with(
+        &format!("groups --config {p}"),
+        &format!("tp = {big} does not fit"),
+    );
+    // Within 64 bits, serde's message names the integer already.
+    let p = write("u64.json", br#"{"tp": 5000000000}"#);
+    fails_with(&format!("groups --config {p}"), "5000000000");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
