@@ -73,7 +73,12 @@ pub fn run(cli: &Cli) -> Result<Outcome, Failure> {
         } => {
             let setup = setup.setup()?;
             let layout = build_layout(&setup.config)?;
-            let report = SuggestReport::new(&layout, setup.topology, priority.as_deref(), *top)?;
+            let report = SuggestReport::new(
+                &layout,
+                setup.topology,
+                priority.as_deref(),
+                top.map(|n| n as usize),
+            )?;
             emit(&report, *format)?;
         }
         Command::Describe { setup } => {
@@ -91,8 +96,7 @@ pub fn run(cli: &Cli) -> Result<Outcome, Failure> {
             let layout = build_layout(&setup.config)?;
             let kinds = parse_kinds(kinds)?;
             let html = *format == Picture::Html;
-            let picture =
-                render::Picture::new(&layout, setup.topology, &kinds, (*max_ranks).max(1), html)?;
+            let picture = render::Picture::new(&layout, setup.topology, &kinds, *max_ranks, html)?;
             let text = if html {
                 render::html::html(&picture)
             } else {

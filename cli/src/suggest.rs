@@ -278,7 +278,7 @@ pub struct SuggestReport<'a> {
 impl<'a> SuggestReport<'a> {
     /// Ranks the orders of `layout` on `topology` by `priority` (default
     /// when `None`) and checks the best; prints the best `top` (all when
-    /// `None` or 0).
+    /// `None`).
     ///
     /// # Errors
     /// [`Failure::Input`] for a priority that does not parse.
@@ -301,7 +301,7 @@ impl<'a> SuggestReport<'a> {
             layout,
             topology,
             ranking,
-            top: top.filter(|n| *n > 0),
+            top,
             best,
         })
     }

@@ -255,3 +255,64 @@ fn config_files_name_duplicate_keys_and_large_integers_and_skip_a_bom() {
     fails_with(&format!("groups --config {p}"), "5000000000");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn numeric_flags_name_the_flag_and_the_value() {
+    // clap took `-1` for an unknown flag ("unexpected argument '-1'"),
+    // never naming --tp; every numeric flag now names itself and the value.
+    for (args, flag, value) in [
+        ("groups --tp -1", "--tp", "-1"),
+        ("groups --tp=-1", "--tp", "-1"),
+        ("groups --tensor-model-parallel-size -2", "--tp", "-2"),
+        ("groups --cp -1", "--cp", "-1"),
+        ("groups --ep -1", "--ep", "-1"),
+        ("groups --dp -1", "--dp", "-1"),
+        ("groups --pp -1", "--pp", "-1"),
+        ("groups --world-size -8", "--world-size", "-8"),
+        ("groups --rank-offset -4", "--rank-offset", "-4"),
+        ("groups --encoder-tp -1", "--encoder-tp", "-1"),
+        ("groups --encoder-pp -1", "--encoder-pp", "-1"),
+        ("groups --etp -1", "--etp", "-1"),
+        (
+            "groups --dist-opt-instances -2",
+            "--dist-opt-instances",
+            "-2",
+        ),
+        ("groups --hierarchical-cp -2", "--hierarchical-cp", "-2"),
+        ("groups --gpus-per-node -8", "--gpus-per-node", "-8"),
+        ("groups --nodes-per-domain -9", "--nodes-per-domain", "-9"),
+        ("rank -1", "<RANK>", "-1"),
+        ("suggest --top -1", "--top", "-1"),
+        ("render --max-ranks -1", "--max-ranks", "-1"),
+        ("groups --tp x", "--tp", "x"),
+        ("groups --tp 1.5", "--tp", "1.5"),
+        ("groups --tp 5000000000", "--tp", "5000000000"),
+        ("rank two", "<RANK>", "two"),
+    ] {
+        let err = fails_with(args, &format!("'{value}'"));
+        assert!(err.contains(flag), "{args}: {err}");
+        let reason = if value.starts_with('-') {
+            "negative"
+        } else if value == "5000000000" {
+            "too large"
+        } else {
+            "not a whole number"
+        };
+        assert!(err.contains(reason), "{args}: {err}");
+    }
+}
+
+#[test]
+fn zero_counts_are_errors() {
+    // --max-ranks 0 drew one rank's worth silently; --top 0 printed every
+    // order. Both are errors naming 0.
+    let err = fails_with("render --max-ranks 0", "'0'");
+    assert!(
+        err.contains("--max-ranks") && err.contains("from 1"),
+        "{err}"
+    );
+    let err = fails_with("suggest --tp 2 --top 0", "'0'");
+    assert!(err.contains("--top") && err.contains("from 1"), "{err}");
+    // 1 is fine.
+    common::stdout("suggest --tp 2 --world-size 16 --top 1");
+}
