@@ -106,7 +106,8 @@ fn rank_offset_shifts_nodes() {
 
 #[test]
 fn domains_of_an_nvl72_rack() {
-    // ep=16 groups of the expert grid: 72 GPUs per domain (9 nodes of 8).
+    // ep=16 groups of the expert grid: 72 GPUs per domain, as many as an
+    // NVL72 rack (which is 18 nodes of 4 GPUs; here 9 nodes of 8).
     let l = layout(Config {
         tp: 4,
         ep: 16,

@@ -189,7 +189,8 @@ pub struct SetupArgs {
     /// GPUs per node: ranks [n*N, (n+1)*N) are node n (default 8).
     #[arg(long, value_name = "N", help_heading = "Machine", value_parser = whole_u32, allow_negative_numbers = true)]
     pub gpus_per_node: Option<u32>,
-    /// Nodes per domain (an NVLink domain or rack; an NVL72 rack is 9 nodes of 8 GPUs).
+    /// Nodes per domain: an NVLink domain or rack (a GB200 NVL72 rack is 18
+    /// nodes of 4 GPUs: --gpus-per-node 4 --nodes-per-domain 18).
     #[arg(long, value_name = "M", help_heading = "Machine", value_parser = whole_u32, allow_negative_numbers = true)]
     pub nodes_per_domain: Option<u32>,
     /// A JSON or TOML file with the same keys (snake_case: tp, world_size,

@@ -146,6 +146,17 @@ fn rank_card() {
     // Domains: 9 nodes per domain, node 588 is in domain 65.
     let text = stdout("rank 4711 --world-size 16384 --tp 8 --pp 16 --nodes-per-domain 9 --kind tp");
     assert!(text.contains("domain 65 (9 nodes per domain)"), "{text}");
+    // GB200 NVL72 racks, 18 nodes of 4 GPUs: 4711 = 4*1177 + 3, node 1177
+    // = 18*65 + 7 is in domain 65.
+    let text = stdout(
+        "rank 4711 --world-size 16384 --tp 8 --pp 16 --gpus-per-node 4 --nodes-per-domain 18 --kind tp",
+    );
+    assert!(
+        text.contains(
+            "node      1,177, local GPU 3 (4 GPUs per node), domain 65 (18 nodes per domain)"
+        ),
+        "{text}"
+    );
     // The first stage has no previous rank, the last no next.
     let text = stdout("rank 7 --world-size 16 --tp 8 --pp 2 --kind pp");
     assert!(
@@ -230,6 +241,13 @@ fn help_lists_the_kinds_of_each_layout() {
         assert!(text.contains("hcp-0"), "{text}");
         assert!(text.contains("dist-opt-instance"), "{text}");
     }
+    // The machine flags: an NVL72 rack is 18 nodes of 4 GPUs.
+    let text = stdout("check --help");
+    assert!(
+        text.contains("18 nodes of 4 GPUs: --gpus-per-node 4 --nodes-per-domain 18"),
+        "{text}"
+    );
+    assert!(!text.contains("9 nodes of 8"), "{text}");
 }
 
 #[test]
