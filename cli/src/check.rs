@@ -11,11 +11,11 @@ use serde::ser::SerializeMap;
 
 use crate::error::Failure;
 use crate::format::count;
+use crate::ranking::{Priority, Ranking, rank_orders};
 use crate::report::{Entries, kinds_or_all};
 use crate::spread::{
     KindSpread, SpreadOut, SpreadTable, critical_kinds, machine_line, spreads, traffic,
 };
-use crate::suggest::{Priority, Ranking, rank_orders};
 
 /// The check of a layout on a machine.
 #[derive(Debug, Clone)]
