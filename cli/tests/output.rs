@@ -280,3 +280,74 @@ fn usage_errors_print_nothing_on_stdout() {
     assert_eq!(out.status.code(), Some(2));
     assert!(out.stdout.is_empty());
 }
+
+/// Every `A..B` in `text`, as numbers.
+fn ranges(text: &str) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    for (i, _) in text.match_indices("..") {
+        let before = &text[..i];
+        let start = before
+            .rfind(|c: char| !c.is_ascii_digit())
+            .map_or(0, |j| j + 1);
+        let after = &text[i + 2..];
+        let len = after
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(after.len());
+        if let (Ok(a), Ok(b)) = (before[start..].parse(), after[..len].parse()) {
+            out.push((a, b));
+        }
+    }
+    out
+}
+
+#[test]
+fn rank_ranges_are_inclusive_everywhere() {
+    // An encoder + decoder layout of 12 ranks (encoder ranks 0..3: encoder
+    // tp 2 * cp 2 * dp 1) and a layout of ranks 4..11: every range any
+    // output writes ends at the last rank at most (an exclusive end would
+    // be 12), and the layout's and the encoder's ranges read first..last.
+    for (args, last, expected) in [
+        (
+            "--tp 4 --cp 2 --encoder-tp 2 --world-size 12",
+            11,
+            &["ranks 0..3", "ranks 0..11"][..],
+        ),
+        (
+            "--tp 2 --world-size 8 --rank-offset 4",
+            11,
+            &["ranks 4..11"][..],
+        ),
+    ] {
+        let mut all = String::new();
+        for command in [
+            "groups",
+            "groups --full",
+            "rank 5",
+            "rank 5 --format json",
+            "describe",
+            "check",
+            "suggest",
+            "render",
+            "render --format html",
+        ] {
+            all.push_str(&stdout(&format!("{command} {args}")));
+        }
+        all.push_str(&fails_with(
+            &format!("rank 12 {args}"),
+            "rank 12 is outside",
+        ));
+        for (a, b) in ranges(&all) {
+            assert!(a <= b && b <= last, "{args}: {a}..{b} in\n{all}");
+        }
+        for e in expected {
+            assert!(all.contains(e), "{args}: no {e:?} in\n{all}");
+        }
+    }
+    // The error and the card agree: ranks 0..63.
+    let err = fails_with("rank 64 --world-size 64", "(ranks 0..63)");
+    assert!(!err.contains("0..64"), "{err}");
+    let text = stdout("rank 63 --world-size 64 --kind tp");
+    assert!(text.contains("(ranks 0..63, both included)"), "{text}");
+    let text = stdout("groups --tp 4 --cp 2 --encoder-tp 2 --world-size 12 --kind tp");
+    assert!(text.contains("(encoder ranks 0..3)"), "{text}");
+}

@@ -61,7 +61,7 @@ pub fn write_layout_header(f: &mut impl fmt::Write, l: &Layout) -> fmt::Result {
             f,
             " encoder_tp={etp} encoder_pp={epp} (encoder ranks {}..{})",
             l.rank_offset(),
-            u64::from(l.rank_offset()) + u64::from(l.encoder_world_size())
+            u64::from(l.rank_offset()) + u64::from(l.encoder_world_size()) - 1
         )?;
     }
     if !l.hierarchical_cp().is_empty() {
