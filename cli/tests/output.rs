@@ -351,3 +351,37 @@ fn rank_ranges_are_inclusive_everywhere() {
     let text = stdout("groups --tp 4 --cp 2 --encoder-tp 2 --world-size 12 --kind tp");
     assert!(text.contains("(encoder ranks 0..3)"), "{text}");
 }
+
+#[test]
+fn rank_card_counts_stages_over_the_joined_pipeline() {
+    // Encoder tp 1, pp 1 before a decoder tp 8, cp 2: (1 + 8) * 2 * dp =
+    // 72, dp = 4; the encoder is ranks 0..7 (1*2*4*1). Decoder rank 17 is
+    // the second stage of pipeline [1, 17]: stage 1 of 2 (was "stage 0 of
+    // 1", the decoder's own pp).
+    let text = stdout("rank 17 --encoder-tp 1 --encoder-pp 1 --tp 8 --cp 2 --world-size 72");
+    assert!(
+        text.contains("pipeline  stage 1 of 2: previous 1; next none (last stage)"),
+        "{text}"
+    );
+    // Encoder rank 1 (cp 1, dp 0) is stage 0 of the same pipeline and of
+    // the seven others it feeds: decoder ranks 16..23 (cp 1, dp 0).
+    let text = stdout("rank 1 --encoder-tp 1 --encoder-pp 1 --tp 8 --cp 2 --world-size 72");
+    assert!(
+        text.contains(
+            "pipeline  stage 0 of 2: previous none (first stage); next 16, 17, 18, 19, 20, 21, 22, 23"
+        ),
+        "{text}"
+    );
+    // Encoder pp 2, decoder pp 3: five stages. dp = 104 / ((1*2 + 8*3)*2)
+    // = 2, the encoder is 8 ranks with pp stride 4: rank 7 is encoder
+    // stage 1, the decoder's first stage is joined stage 2.
+    let args = "--encoder-tp 1 --encoder-pp 2 --tp 8 --cp 2 --pp 3 --world-size 104";
+    let text = stdout(&format!("rank 7 {args}"));
+    assert!(
+        text.contains("pipeline  stage 1 of 5: previous 3"),
+        "{text}"
+    );
+    // A plain layout: the stage is the pp coordinate, of pp.
+    let text = stdout("rank 7 --world-size 16 --tp 8 --pp 2 --kind pp");
+    assert!(text.contains("stage 0 of 2"), "{text}");
+}

@@ -21,6 +21,8 @@ pub struct RankReport {
     world_size: u32,
     first: u32,
     topology: Topology,
+    /// The rank's stage in its (joined) pipeline and the pipeline's stages.
+    stage: (u32, u32),
     prev: Vec<u32>,
     next: Vec<u32>,
     groups: Vec<(Kind, Vec<Membership>)>,
@@ -48,6 +50,12 @@ impl RankReport {
             .iter()
             .map(|kind| Ok((*kind, layout.memberships(rank, *kind)?)))
             .collect::<Result<_, Failure>>()?;
+        // The stage counts over the joined encoder + decoder pipeline: the
+        // rank's position in its pp group, of the group's length.
+        let stage = match layout.memberships(rank, Kind::PP)?.first() {
+            Some(m) => (m.key, m.group.len() as u32),
+            None => (placement.coord.pp, layout.sizes().pp),
+        };
         let sizes = match placement.part {
             Part::Encoder => layout.encoder_sizes().unwrap_or_else(|| layout.sizes()),
             Part::Decoder => layout.sizes(),
@@ -60,6 +68,7 @@ impl RankReport {
             world_size: layout.world_size(),
             first: layout.rank_offset(),
             topology,
+            stage,
             prev: layout.pipeline_prev(rank)?,
             next: layout.pipeline_next(rank)?,
             groups,
@@ -123,8 +132,8 @@ impl fmt::Display for RankReport {
         writeln!(
             f,
             "pipeline  stage {} of {}: previous {}; next {}",
-            p.coord.pp,
-            s.pp,
+            self.stage.0,
+            self.stage.1,
             neighbours(&self.prev, "first stage"),
             neighbours(&self.next, "last stage")
         )?;
