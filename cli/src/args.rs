@@ -89,6 +89,9 @@ pub enum Command {
         /// The layout and the machine.
         #[command(flatten)]
         setup: SetupArgs,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
     },
     /// Draw the layout: nodes as rows, GPUs as cells labelled with their
     /// rank, one panel per kind, each group its own colour.

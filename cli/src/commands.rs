@@ -81,10 +81,13 @@ pub fn run(cli: &Cli) -> Result<Outcome, Failure> {
             )?;
             emit(&report, *format)?;
         }
-        Command::Describe { setup } => {
+        Command::Describe { setup, format } => {
             let setup = setup.setup()?;
             let layout = build_layout(&setup.config)?;
-            print(&DescribeReport::new(&layout, &setup.config, setup.topology))?;
+            emit(
+                &DescribeReport::new(&layout, &setup.config, setup.topology),
+                *format,
+            )?;
         }
         Command::Render {
             setup,

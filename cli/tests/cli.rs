@@ -306,3 +306,62 @@ fn rank_json_carries_everything_the_card_shows() {
         serde_json::json!({"stage": 0, "stages": 1, "prev": [], "next": []})
     );
 }
+
+#[test]
+fn describe_json_has_what_the_table_shows() {
+    // Encoder tp 2 + decoder tp 4, cp 2 on 12 ranks: dp = 12 / ((2 + 4)*2)
+    // = 1, the encoder is ranks 0..3, the decoder 4..11.
+    let args = "describe --tp 4 --cp 2 --encoder-tp 2 --world-size 12";
+    let (v, _) = json(&format!("{args} --format json"));
+    assert_eq!(v["layout"], "encoder+decoder");
+    assert_eq!(v["world_size"], 12);
+    assert_eq!(
+        (v["first_rank"].clone(), v["last_rank"].clone()),
+        (0.into(), 11.into())
+    );
+    assert_eq!(v["sizes"]["tp"], 4);
+    assert_eq!(v["sizes"]["dp"], 1);
+    assert_eq!(v["encoder_sizes"]["tp"], 2);
+    let why: Vec<&str> = v["why"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
+    assert!(
+        why[0].starts_with("dp = world_size / ((encoder_tp*encoder_pp + tp*pp)*cp)"),
+        "{why:?}"
+    );
+    assert!(
+        why.iter().any(|l| l.contains("encoder: ranks 0..3")),
+        "{why:?}"
+    );
+    assert_eq!(v["machine"]["summary"], "12 ranks on 2 nodes of 8 GPUs");
+    assert_eq!(v["machine"]["gpus_per_node"], 8);
+    assert!(v["machine"]["nodes_per_domain"].is_null());
+    // tp: 2 encoder groups of 2 and 2 decoder groups of 4, 12 members.
+    assert_eq!(
+        v["kinds"]["tp"],
+        serde_json::json!({"groups": 4, "members": 12, "sizes": [2, 4]})
+    );
+    // pp: 8 joined pipelines of 2 (each encoder rank feeds two).
+    assert_eq!(
+        v["kinds"]["pp"],
+        serde_json::json!({"groups": 8, "members": 16, "sizes": [2]})
+    );
+    // The listing costs add up over the kinds, and the JSON estimate is
+    // the table's.
+    let kinds = v["kinds"].as_object().unwrap();
+    let members: u64 = kinds.values().map(|k| k["members"].as_u64().unwrap()).sum();
+    assert_eq!(v["listing"]["members"], members);
+    assert_eq!(v["listing"]["kinds"], kinds.len());
+    let out = run(args);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains(&format!(
+            "listing everything: {members} members in {} groups",
+            v["listing"]["groups"]
+        )),
+        "{text}"
+    );
+}

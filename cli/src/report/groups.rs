@@ -79,16 +79,23 @@ pub fn write_layout_header(f: &mut impl fmt::Write, l: &Layout) -> fmt::Result {
 /// two runs, so the first and last group give the sizes).
 pub fn groups_heading(groups: &Groups<'_>) -> String {
     let n = groups.len() as u64;
-    let mut ends = groups.clone();
-    let first = ends.next().map_or(0, |g| g.len());
-    let last = ends.next_back().map_or(first, |g| g.len());
-    let (small, large) = (first.min(last), first.max(last));
+    let (small, large) = group_sizes(groups);
     let sizes = if small == large {
         count(small as u64, "rank", "ranks")
     } else {
         format!("{small} or {}", count(large as u64, "rank", "ranks"))
     };
     format!("{} of {sizes}", count(n, "group", "groups"))
+}
+
+/// The smallest and the largest group size (the encoder's groups and the
+/// decoder's come in at most two runs, so the first and the last group
+/// give them).
+pub fn group_sizes(groups: &Groups<'_>) -> (usize, usize) {
+    let mut ends = groups.clone();
+    let first = ends.next().map_or(0, |g| g.len());
+    let last = ends.next_back().map_or(first, |g| g.len());
+    (first.min(last), first.max(last))
 }
 
 /// One table row: index, size, members.
