@@ -47,6 +47,12 @@ pub enum Command {
     },
     /// Check where each kind's groups fall on nodes and domains, and warn
     /// when bandwidth-critical groups (tp, cp, ep, etp) leave a node.
+    ///
+    /// The table's size is the groups' size; in an encoder + decoder layout
+    /// it reads encoder/decoder (2/4: encoder groups of 2, decoder groups of
+    /// 4) where the two differ (JSON: "encoder_size" and "decoder_size").
+    /// Also warns when the layout's ranks fill the last node, or the last
+    /// domain, only partly.
     #[command(after_help = kinds_help())]
     Check {
         /// The layout and the machine.

@@ -158,7 +158,7 @@ impl Serialize for SuggestReport<'_> {
             .map(|c| {
                 c.spreads
                     .iter()
-                    .map(|k| (k.kind.to_string(), k.spread.into()))
+                    .map(|k| (k.kind.to_string(), k.into()))
                     .collect()
             })
             .collect();
