@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde::ser::SerializeMap;
 
 use crate::error::Failure;
-use crate::format::{count, thousands};
+use crate::format::{count, experts, thousands};
 use crate::ranking::{Priority, Ranking, rank_orders};
 use crate::report::{Entries, kinds_or_all};
 use crate::spread::{
@@ -24,6 +24,8 @@ pub struct CheckReport {
     machine: String,
     /// The layout's order.
     order: String,
+    /// The layout's experts, in words.
+    experts: &'static str,
     /// The kinds of the table.
     rows: Vec<KindSpread>,
     /// The kinds that must stay inside a node.
@@ -77,6 +79,7 @@ impl CheckReport {
         Ok(CheckReport {
             machine: machine_line(layout, &topology),
             order: layout.config().order.to_string(),
+            experts: experts(layout.config().expert_layout),
             rows,
             required,
             failed,
@@ -373,7 +376,11 @@ impl Advisor<'_> {
 
 impl fmt::Display for CheckReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "{}, order {}\n", self.machine, self.order)?;
+        writeln!(
+            f,
+            "{}, order {}, {}\n",
+            self.machine, self.order, self.experts
+        )?;
         write!(f, "{}", SpreadTable(&self.rows))?;
         let names: Vec<String> = self.required.iter().map(Kind::to_string).collect();
         if self.warnings.is_empty() {

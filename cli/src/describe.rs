@@ -7,7 +7,7 @@ use std::fmt::{self, Write};
 use rank_layout::{Config, ExpertLayout, Kind, Layout, Topology};
 use serde::Serialize;
 
-use crate::format::{bytes, count, thousands};
+use crate::format::{bytes, count, experts, thousands};
 use crate::report::groups::{group_sizes, groups_heading};
 use crate::report::{Entries, SizesOut};
 use crate::spread::machine_line;
@@ -179,10 +179,6 @@ impl<'a> DescribeReport<'a> {
                 s.pp
             )?;
             lines.push(line);
-            lines.push(
-                "pipelines are joined: each encoder pipeline feeds the decoder pipelines of the same cp and dp coordinates"
-                    .into(),
-            );
         }
         if !l.hierarchical_cp().is_empty() {
             let levels: Vec<String> = l.hierarchical_cp().iter().map(u32::to_string).collect();
@@ -222,6 +218,29 @@ fn digits_in(first: u64, end: u64) -> u64 {
     total
 }
 
+/// Which Megatron-LM version each choice of `layout` matches: the expert
+/// layout, and the join of an encoder's pipelines to the decoder's.
+fn matches(layout: &Layout) -> Vec<String> {
+    let mut lines = vec![if layout.config().expert_layout == ExpertLayout::Folded {
+        format!(
+            "{}: Megatron-Core's MoE parallel folding, today's default (a second expert grid of etp, ep, edp and pp over the same ranks)",
+            experts(ExpertLayout::Folded)
+        )
+    } else {
+        format!(
+            "{}: Megatron-LM's 2024 RankGenerator, commit 4ff9e66 (ep carved out of dp); Megatron-Core today folds experts (--expert-layout folded)",
+            experts(ExpertLayout::Nested)
+        )
+    }];
+    if layout.has_encoder() {
+        lines.push(
+            "encoder pipelines joined to the decoder's by coordinates (each feeds the decoder pipelines of its cp and dp), not by Megatron-LM's zip(cycle()) of 4ff9e66 nor the block map of 5a3b6bcf1f"
+                .into(),
+        );
+    }
+    lines
+}
+
 /// The layout's shape in words.
 fn shape_words(layout: &Layout) -> &'static str {
     match layout.shape().name() {
@@ -238,6 +257,10 @@ impl fmt::Display for DescribeReport<'_> {
         let l = self.layout;
         let s = l.sizes();
         writeln!(f, "layout    {}", shape_words(l))?;
+        for (i, line) in matches(l).into_iter().enumerate() {
+            let label = if i == 0 { "matches" } else { "" };
+            writeln!(f, "{label:<10}{line}")?;
+        }
         writeln!(
             f,
             "ranks     {} ({}..{}), order {} (first axis fastest)",
@@ -319,7 +342,7 @@ struct MachineOut {
 }
 
 impl Serialize for DescribeReport<'_> {
-    /// `{"layout", "expert_layout", "world_size", "first_rank",
+    /// `{"layout", "expert_layout", "matches": [lines], "world_size", "first_rank",
     /// "last_rank", "order", "sizes": {..}, "encoder_sizes": {..} (with an
     /// encoder), "why": [lines], "machine": {"summary", "gpus_per_node",
     /// "nodes_per_domain"}, "kinds": {KIND: {"groups", "members",
@@ -353,6 +376,7 @@ impl Serialize for DescribeReport<'_> {
         let mut map = s.serialize_map(None)?;
         map.serialize_entry("layout", l.shape().name())?;
         map.serialize_entry("expert_layout", &l.config().expert_layout.to_string())?;
+        map.serialize_entry("matches", &matches(l))?;
         map.serialize_entry("world_size", &l.world_size())?;
         map.serialize_entry("first_rank", &l.rank_offset())?;
         map.serialize_entry("last_rank", &(l.rank_end() - 1))?;

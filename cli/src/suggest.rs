@@ -10,7 +10,7 @@ use serde::ser::SerializeMap;
 
 use crate::check::CheckReport;
 use crate::error::Failure;
-use crate::format::{count, thousands};
+use crate::format::{count, experts, thousands};
 use crate::ranking::{Candidate, Priority, Ranking, rank_orders};
 use crate::report::Entries;
 use crate::spread::{KindSpread, SpreadOut, machine_line};
@@ -95,6 +95,14 @@ impl<'a> SuggestReport<'a> {
 impl fmt::Display for SuggestReport<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let shown = self.shown();
+        let all = self.ranking.candidates.len();
+        writeln!(
+            f,
+            "{}, best first, {}, {}\n",
+            count(all as u64, "order", "orders"),
+            machine_line(self.layout, &self.topology),
+            experts(self.layout.config().expert_layout)
+        )?;
         let width = shown
             .iter()
             .map(|c| c.order.to_string().len())
@@ -110,13 +118,9 @@ impl fmt::Display for SuggestReport<'_> {
                 kinds.join("; ")
             )?;
         }
-        let all = self.ranking.candidates.len();
-        writeln!(
-            f,
-            "\n{}, best first, {}",
-            count(all as u64, "order", "orders"),
-            machine_line(self.layout, &self.topology)
-        )?;
+        if shown.len() < all || self.ranking.invalid_reason.is_some() {
+            writeln!(f)?;
+        }
         if shown.len() < all {
             writeln!(
                 f,

@@ -385,3 +385,51 @@ fn rank_card_counts_stages_over_the_joined_pipeline() {
     let text = stdout("rank 7 --world-size 16 --tp 8 --pp 2 --kind pp");
     assert!(text.contains("stage 0 of 2"), "{text}");
 }
+
+#[test]
+fn every_text_output_names_the_expert_layout_in_its_header() {
+    for (args, words) in [
+        (
+            "--world-size 16 --tp 2 --ep 2",
+            "experts nested (Megatron-LM 2024)",
+        ),
+        (
+            "--world-size 16 --tp 2 --ep 2 --expert-layout folded",
+            "experts folded (Megatron-Core)",
+        ),
+    ] {
+        // The header: the first line (the title of a picture).
+        for command in ["groups", "rank 3", "check", "suggest", "describe"] {
+            let text = stdout(&format!("{command} {args}"));
+            let header: String = text.lines().take(2).collect::<Vec<_>>().join("\n");
+            assert!(header.contains(words), "{command} {args}:\n{header}");
+        }
+        let svg = stdout(&format!("render {args}"));
+        let title = svg.lines().find(|l| l.contains("class=\"title\"")).unwrap();
+        assert!(title.contains(words), "{title}");
+        let html = stdout(&format!("render {args} --format html"));
+        let h1 = html.lines().find(|l| l.starts_with("<h1>")).unwrap();
+        assert!(h1.contains(words), "{h1}");
+    }
+    // describe says which Megatron-LM version each choice matches.
+    let text = stdout("describe --world-size 16 --tp 2 --ep 2");
+    assert!(
+        text.contains("Megatron-LM's 2024 RankGenerator, commit 4ff9e66"),
+        "{text}"
+    );
+    let text = stdout("describe --world-size 16 --tp 2 --ep 2 --expert-layout folded");
+    assert!(
+        text.contains("Megatron-Core's MoE parallel folding, today's default"),
+        "{text}"
+    );
+    let text = stdout("describe --tp 4 --cp 2 --encoder-tp 2 --world-size 12");
+    assert!(
+        text.contains("by coordinates")
+            && text.contains("zip(cycle()) of 4ff9e66")
+            && text.contains("block map of 5a3b6bcf1f"),
+        "{text}"
+    );
+    let v = json("describe --tp 4 --cp 2 --encoder-tp 2 --world-size 12 --format json");
+    assert_eq!(v["expert_layout"], "nested");
+    assert_eq!(v["matches"].as_array().unwrap().len(), 2);
+}

@@ -13,10 +13,10 @@
 pub mod html;
 pub mod svg;
 
-use rank_layout::{Kind, Layout, Part, Topology};
+use rank_layout::{ExpertLayout, Kind, Layout, Part, Topology};
 
 use crate::error::Failure;
-use crate::format::{Shorten, count, thousands};
+use crate::format::{Shorten, count, experts, thousands};
 use crate::report::groups::groups_heading;
 use crate::spread::machine_line;
 
@@ -224,8 +224,9 @@ impl Picture {
                 encoder_end.unwrap_or(first).saturating_sub(1)
             ));
         }
-        if layout.config().etp.is_some() {
-            title.push_str(&format!(" (folded experts: etp={} edp={})", s.etp, s.edp));
+        title.push_str(&format!(", {}", experts(layout.config().expert_layout)));
+        if layout.config().expert_layout == ExpertLayout::Folded {
+            title.push_str(&format!(": etp={} edp={}", s.etp, s.edp));
         }
         Ok(Picture {
             title,

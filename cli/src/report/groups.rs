@@ -2,11 +2,11 @@
 
 use std::fmt;
 
-use rank_layout::{Config, Group, Groups, Kind, Layout};
+use rank_layout::{Config, ExpertLayout, Group, Groups, Kind, Layout};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
 use super::Entries;
-use crate::format::{Shorten, count, thousands, write_members};
+use crate::format::{Shorten, count, experts, thousands, write_members};
 
 /// Kinds with more groups than this list only the first [`HEAD_ROWS`] and
 /// the last [`TAIL_ROWS`] in the table format (unless `--full`).
@@ -38,23 +38,25 @@ impl<'a> GroupsReport<'a> {
     }
 }
 
-/// Writes the two lines that name a layout: world, order, offset, sizes.
+/// Writes the two lines that name a layout: world, order, offset, expert
+/// layout, sizes.
 pub fn write_layout_header(f: &mut impl fmt::Write, l: &Layout) -> fmt::Result {
     let c = l.config();
     write!(
         f,
-        "world_size {}  order {}  rank_offset {}\ntp={} cp={} ep={} dp={} pp={}",
+        "world_size {}  order {}  rank_offset {}  {}\ntp={} cp={} ep={} dp={} pp={}",
         l.world_size(),
         c.order,
         c.rank_offset,
+        experts(c.expert_layout),
         c.tp,
         c.cp,
         c.ep,
         c.dp.unwrap_or(1),
         c.pp
     )?;
-    if let Some(etp) = c.etp {
-        write!(f, " etp={etp} edp={} (folded)", l.sizes().edp)?;
+    if c.expert_layout == ExpertLayout::Folded {
+        write!(f, " etp={} edp={}", l.sizes().etp, l.sizes().edp)?;
     }
     if let (Some(etp), Some(epp)) = (c.encoder_tp, c.encoder_pp) {
         write!(

@@ -9,7 +9,7 @@ use serde::ser::{Serialize, SerializeMap, Serializer};
 
 use super::{Entries, SizesOut};
 use crate::error::{Failure, rank_outside};
-use crate::format::{Shorten, thousands, write_members};
+use crate::format::{Shorten, experts, thousands, write_members};
 
 /// One rank's view: where it sits, on which node, its groups of some kinds
 /// and its pipeline neighbours.
@@ -103,11 +103,12 @@ impl fmt::Display for RankReport {
         let end = u64::from(self.first) + u64::from(self.world_size) - 1;
         writeln!(
             f,
-            "rank {} of {} (ranks {}..{end}, both included), order {}",
+            "rank {} of {} (ranks {}..{end}, both included), order {}, {}",
             p.rank,
             thousands(u64::from(self.world_size)),
             self.first,
-            self.order
+            self.order,
+            experts(self.expert_layout)
         )?;
         let grid = if self.has_encoder {
             format!("{} grid ", p.part)
