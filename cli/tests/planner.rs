@@ -363,3 +363,68 @@ fn check_warns_about_a_partly_filled_last_node_or_domain() {
         json("check --world-size 144 --tp 4 --gpus-per-node 4 --nodes-per-domain 18 --format json");
     assert_eq!(v["warnings"], j!([]));
 }
+
+/// Runs `args`, killing it after `seconds`; its stdout, or a failure
+/// naming the time.
+fn within(seconds: u64, args: &str) -> String {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rank-layout"))
+        .args(args.split_whitespace())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    let mut out = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        out.read_to_string(&mut text).unwrap();
+        text
+    });
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            assert!(status.success(), "{args}");
+            return reader.join().unwrap();
+        }
+        if start.elapsed() > Duration::from_secs(seconds) {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("{args}: still running after {seconds} s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn suggest_and_check_answer_at_two_to_the_31_ranks() {
+    // Every order's spread at 2^31 ranks comes from strides: this took
+    // 17 s (debug build) when the residues of each digit were walked step
+    // by step, and `check --order dp-tp` listed a dp group of 2^30 ranks
+    // (8 GB). Now each takes milliseconds; 10 s leaves room for a slow
+    // machine and a debug build.
+    let text = within(
+        10,
+        "suggest --world-size 2147483648 --tp 8 --pp 16 --cp 2 --ep 8",
+    );
+    assert!(text.contains("48 orders, best first"), "{text}");
+    assert!(text.contains("best: --order tp-cp-ep-dp-pp"), "{text}");
+    within(
+        10,
+        "suggest --world-size 2147483648 --tp 8 --pp 16 --cp 2 --ep 8 --gpus-per-node 4 --nodes-per-domain 18",
+    );
+    within(
+        10,
+        "suggest --world-size 2147483648 --tp 8 --pp 8 --cp 4 --ep 4 --expert-layout folded --etp 2",
+    );
+    // dp first: the dp groups are runs of 2^30 consecutive ranks, each on
+    // 2^27 nodes.
+    let text = within(
+        10,
+        "check --world-size 2147483648 --tp 2 --order dp-tp --kind dp --format json",
+    );
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["kinds"]["dp"]["max_nodes_per_group"], 1u64 << 27);
+    assert_eq!(v["kinds"]["dp"]["cross_node_groups"], 2);
+}
