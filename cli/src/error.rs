@@ -105,15 +105,11 @@ pub fn nearest_valid(world_size: u32, divisor: u32) -> String {
 
 /// The error for `rank` outside `layout`, with a hint: the layout's size
 /// and the smallest `--world-size` (same sizes, dp derived) that holds the
-/// rank, or that ranks start at the offset.
+/// rank, or that ranks start at the offset. The layout's ranks are written
+/// `first..last`, both included, as everywhere in the CLI's output.
 pub fn rank_outside(layout: &Layout, rank: u64) -> Failure {
     let first = layout.rank_offset();
-    let end = layout.rank_end();
-    let error = Error::RankOutOfRange {
-        rank,
-        first,
-        last: end - 1,
-    };
+    let last = layout.rank_end().saturating_sub(1);
     let hint = if rank < u64::from(first) {
         format!("; ranks start at --rank-offset {first}")
     } else {
@@ -128,7 +124,10 @@ pub fn rank_outside(layout: &Layout, rank: u64) -> Failure {
             ),
         }
     };
-    Failure::Input { error, hint }
+    Failure::Input {
+        error: Error::RankOutOfRange { rank, first, last },
+        hint,
+    }
 }
 
 /// The smallest world size, a multiple of the ranks of one data-parallel

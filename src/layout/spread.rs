@@ -1,6 +1,6 @@
 //! How the groups of a kind fall on nodes and domains.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use crate::error::Result;
 use crate::kind::Kind;
@@ -62,24 +62,78 @@ fn units(ranks: &mut [u32], unit: u32) -> u32 {
     n
 }
 
-/// The units spanned by the box `first + spread(p, digits)`. Digits whose
-/// stride is a multiple of `unit` move whole units, so when the other
-/// digits keep the box inside one unit the answer is the product of their
-/// sizes (a grid's box has distinct members); otherwise the members are
-/// listed.
+/// The units spanned by the box `first + spread(p, digits)`, from the
+/// strides when the digits nest (each stride beyond the span of the
+/// smaller ones, as a grid's do): see [`nested_units`]. Otherwise the
+/// members are listed.
 fn box_units(first: u32, digits: &[Digit], unit: u32) -> u32 {
-    let (aligned, small): (Vec<Digit>, Vec<Digit>) =
-        digits.iter().partition(|d| d.stride % unit == 0);
-    let small_size: usize = small.iter().map(|d| d.size as usize).product();
-    let mut members = vec![0u32; small_size];
-    Segment::boxed(first, &small).fill(&mut members);
-    if units(&mut members, unit) == 1 {
-        return aligned.iter().map(|d| d.size).product();
+    let mut sorted: Vec<Digit> = digits.iter().filter(|d| d.size > 1).copied().collect();
+    sorted.sort_unstable_by_key(|d| d.stride);
+    let mut span = 0u64;
+    for d in &sorted {
+        if u64::from(d.stride) <= span {
+            let size: usize = digits.iter().map(|d| d.size as usize).product();
+            let mut members = vec![0u32; size];
+            Segment::boxed(first, digits).fill(&mut members);
+            return units(&mut members, unit);
+        }
+        span += u64::from(d.size - 1) * u64::from(d.stride);
     }
-    let size: usize = digits.iter().map(|d| d.size as usize).product();
-    let mut members = vec![0u32; size];
-    Segment::boxed(first, digits).fill(&mut members);
-    units(&mut members, unit)
+    let mut memo = HashMap::new();
+    let n = nested_units(u64::from(first % unit), &sorted, unit, &mut memo);
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// The greatest common divisor.
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
+
+/// The units spanned by the box of nested `digits` (ascending strides)
+/// whose first member is `r` (below `unit`; a box's count depends only on
+/// its first member modulo `unit`).
+///
+/// The box is `N` copies of the box of the inner digits, `S` apart (the
+/// outermost digit), each copy wholly below the next, so the copies' units
+/// are counted and a unit shared by a copy's last member and the next
+/// copy's first is subtracted. Both depend only on the copy's first member
+/// modulo `unit`, which repeats every `unit / gcd(S, unit)` copies: each
+/// residue is counted once, weighted by its copies, and memoised, so the
+/// work is at most `unit` per residue and digit, and never more than
+/// listing the members.
+fn nested_units(r: u64, digits: &[Digit], unit: u32, memo: &mut HashMap<(usize, u64), u64>) -> u64 {
+    let Some((outer, inner)) = digits.split_last() else {
+        return 1;
+    };
+    if let Some(n) = memo.get(&(digits.len(), r)) {
+        return *n;
+    }
+    let unit64 = u64::from(unit);
+    let inner_span: u64 = inner
+        .iter()
+        .map(|d| u64::from(d.size - 1) * u64::from(d.stride))
+        .sum();
+    let (s, n) = (u64::from(outer.stride), u64::from(outer.size));
+    let out = if r + inner_span + (n - 1) * s < unit64 {
+        1
+    } else {
+        let period = unit64 / gcd(s % unit64, unit64);
+        let mut total = 0u64;
+        for j in 0..n.min(period) {
+            let rj = (r + j * (s % unit64)) % unit64;
+            // Copies k < n with k = j (mod period), and those of them
+            // followed by another copy.
+            let copies = (n - j).div_ceil(period);
+            let followed = (n - 1).saturating_sub(j).div_ceil(period);
+            total += copies * nested_units(rj, inner, unit, memo);
+            if (rj + inner_span) / unit64 == (rj + s) / unit64 {
+                total -= followed;
+            }
+        }
+        total
+    };
+    memo.insert((digits.len(), r), out);
+    out
 }
 
 /// From the strides: the units a group spans depend only on its first
@@ -104,13 +158,21 @@ fn boxes(b: &Boxes, unit: u32, ends: Option<bool>) -> Count {
                 v.0 *= u64::from(d.size);
             }
         } else {
+            // The residues repeat every `period` steps of the digit: each
+            // is visited once, weighted by the steps that reach it.
+            let period = u64::from(unit) / gcd(u64::from(stride), u64::from(unit));
+            let size = u64::from(d.size);
             let mut next: BTreeMap<u32, (u64, u32)> = BTreeMap::new();
             for (r, (count, index)) in &residues {
-                for k in 0..d.size {
-                    let residue = ((u64::from(*r) + u64::from(k) * u64::from(stride))
-                        % u64::from(unit)) as u32;
-                    let e = next.entry(residue).or_insert((0, index + k * weight));
-                    e.0 += count;
+                for k in 0..size.min(period) {
+                    let residue =
+                        ((u64::from(*r) + k * u64::from(stride)) % u64::from(unit)) as u32;
+                    let steps = (size - k).div_ceil(period);
+                    // k is below the digit's u32 size.
+                    let e = next
+                        .entry(residue)
+                        .or_insert((0, index + k as u32 * weight));
+                    e.0 += count * steps;
                 }
             }
             residues = next;
@@ -209,5 +271,60 @@ impl Layout {
             cross_domain_groups: domains.map(|d| to_u32(d.crossing)),
             max_domains_per_group: domains.map(|d| d.most),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The units of a box by listing its members.
+    fn listed_units(first: u32, digits: &[Digit], unit: u32) -> u32 {
+        let size: usize = digits.iter().map(|d| d.size as usize).product();
+        let mut members = vec![0u32; size];
+        Segment::boxed(first, digits).fill(&mut members);
+        units(&mut members, unit)
+    }
+
+    #[test]
+    fn nested_boxes_are_counted_from_their_strides() {
+        // Random grids (strides the products of the faster sizes), random
+        // subsets of their axes in random member order, random first
+        // members and units, against the listed members.
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n
+        };
+        for _ in 0..3000 {
+            let axes = 1 + next(5) as usize;
+            let mut stride = 1u32;
+            let mut digits = Vec::new();
+            for _ in 0..axes {
+                let size = 1 + next(12) as u32;
+                if next(3) > 0 {
+                    digits.push(Digit { size, stride });
+                }
+                stride *= size;
+            }
+            if next(2) == 0 {
+                digits.reverse();
+            }
+            let first = next(100) as u32;
+            let unit = 1 + next(40) as u32;
+            assert_eq!(
+                box_units(first, &digits, unit),
+                listed_units(first, &digits, unit),
+                "{first} {digits:?} {unit}"
+            );
+        }
+        // A box of 2^30 members on 8-rank nodes, without listing it.
+        let big = [Digit {
+            size: 1 << 30,
+            stride: 1,
+        }];
+        assert_eq!(box_units(3, &big, 8), (3 + (1 << 30) - 1) / 8 + 1);
     }
 }
