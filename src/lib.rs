@@ -115,7 +115,7 @@ pub use coord::{Coord, ExpertCoord, Part, Placement};
 pub use error::{DistOptProblem, Error, Result};
 pub use group::{Group, Members};
 pub use kind::Kind;
-pub use layout::{Layout, Membership, Sizes, SplitRound, Splits, Spread, Stage};
+pub use layout::{Layout, Membership, Sizes, SplitRound, Splits, Stage};
 pub use layout_shape::LayoutShape;
 pub use mesh::{
     FlattenSpec, Mesh, MeshCoord, MeshSpec, MeshSplits, MeshSplitsIter, Selection, ViewSpec,
@@ -123,6 +123,7 @@ pub use mesh::{
 };
 pub use order::Order;
 pub use plan::groups::Groups;
+pub use plan::spread::Spread;
 pub use plan::table::{GroupTable, TableIter};
 pub use split::Split;
 pub use topology::Topology;

@@ -18,7 +18,6 @@ use std::fmt;
 pub use pipeline::Stage;
 pub use sizes::Sizes;
 pub use splits::{SplitRound, Splits};
-pub use spread::Spread;
 
 use crate::axis::Axis;
 use crate::config::Config;

@@ -44,9 +44,11 @@ use crate::error::{Error, Result};
 use crate::group::RankMap;
 use crate::plan::boxes::Boxes;
 use crate::plan::groups::Groups;
+use crate::plan::spread::{Spread, spread};
 use crate::plan::view::{GridId, View};
 use crate::plan::{Mapped, Plan};
 use crate::split::Split;
+use crate::topology::Topology;
 use factors::{DimCoords, Factors, MAX_DIMS, is_name};
 
 /// A rank map and its inverse: position -> rank - offset, and back.
@@ -581,6 +583,24 @@ impl Mesh {
         let factors = self.checked_factors(selection)?;
         let coords = factors.decode(self.position(rank)?);
         Ok(splits::dot(&coords, &factors.weights(selection.mask)))
+    }
+
+    /// How the groups of the dim set `spec` fall on the nodes (and
+    /// domains) of `topology`, counted from strides (by listing with a rank
+    /// map).
+    ///
+    /// ```
+    /// use rank_layout::{Mesh, Topology};
+    /// let mesh = Mesh::new([("tp", 16), ("dp", 4)])?;
+    /// let tp = mesh.spread("tp", &Topology::new(8, None)?)?;
+    /// assert_eq!((tp.cross_node_groups, tp.max_nodes_per_group), (4, 2));
+    /// # Ok::<(), rank_layout::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// The errors of [`select`](Self::select).
+    pub fn spread(&self, spec: &str, topology: &Topology) -> Result<Spread> {
+        Ok(spread(&self.plan(self.select(spec)?)?, topology))
     }
 
     /// A plan to answer every split of a rank in the dim sets `specs` in
