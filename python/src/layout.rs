@@ -201,6 +201,34 @@ impl PyLayout {
         array::array_of(py, &kind.to_string(), self.inner.groups(kind).or_raise()?)
     }
 
+    /// The groups of every kind of ``kinds`` (default: every kind of the
+    /// layout) as NumPy arrays, by kind: views of one allocation, filled in
+    /// one pass without the GIL. Cheaper than one :meth:`groups_array` per
+    /// kind when the arrays are kept (one set of page faults).
+    ///
+    /// >>> arrays = Layout(tp=2, cp=2, pp=2, world_size=16).groups_arrays()
+    /// >>> arrays["dp-cp"][0].tolist(), arrays["tp"].shape
+    /// ([0, 2, 4, 6], (8, 2))
+    #[pyo3(signature = (kinds=None))]
+    fn groups_arrays<'py>(
+        &self,
+        py: Python<'py>,
+        kinds: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let chosen: Vec<Kind> = match kinds {
+            Some(list) if !list.is_none() => list
+                .try_iter()?
+                .map(|k| self::kind(&k?))
+                .collect::<PyResult<_>>()?,
+            _ => self.inner.kinds().to_vec(),
+        };
+        let mut groups = Vec::with_capacity(chosen.len());
+        for kind in chosen {
+            groups.push((kind.to_string(), self.inner.groups(kind).or_raise()?));
+        }
+        array::arrays_of(py, &groups)
+    }
+
     /// Group ``index`` (its color) of ``kind``, as a list of ranks.
     ///
     /// >>> Layout(tp=2, pp=4, world_size=16, order="tp-dp-pp").group("pp", 1)

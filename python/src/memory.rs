@@ -24,11 +24,33 @@ fn available() -> Option<u64> {
 /// # Errors
 /// `MemoryError` naming the count and the memory they would need.
 pub(crate) fn check_ints(members: u64) -> PyResult<()> {
-    let needed = members.saturating_mul(BYTES_PER_INT);
+    check(
+        members,
+        BYTES_PER_INT,
+        "Python ints",
+        "use groups_array (4 bytes a rank), or ask for one rank's answers (split, splits)",
+    )
+}
+
+/// `Ok` when `members` ranks fit in the memory available as a `uint32`
+/// array.
+///
+/// # Errors
+/// `MemoryError` naming the count and the memory they would need.
+pub(crate) fn check_array(members: u64) -> PyResult<()> {
+    check(
+        members,
+        4,
+        "a uint32 array",
+        "ask for fewer kinds, or one rank's answers (split, splits)",
+    )
+}
+
+fn check(members: u64, each: u64, what: &str, instead: &str) -> PyResult<()> {
+    let needed = members.saturating_mul(each);
     match available() {
         Some(free) if needed > free => Err(PyMemoryError::new_err(format!(
-            "{members} ranks as Python ints need about {:.1} GB, more than the {:.1} GB available; \
-             use groups_array (4 bytes a rank), or ask for one rank's answers (split, splits)",
+            "{members} ranks as {what} need about {:.1} GB, more than the {:.1} GB available; {instead}",
             needed as f64 / 1e9,
             free as f64 / 1e9
         ))),
