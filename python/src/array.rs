@@ -83,7 +83,7 @@ pub(crate) fn arrays_of<'py>(
 fn width_of(kind: &str, groups: &Groups<'_>) -> PyResult<usize> {
     match (groups.clone().next(), groups.clone().next_back()) {
         (Some(first), Some(last)) if first.len() != last.len() => Err(raise(format!(
-            "the groups of kind {kind} have two sizes ({} and {}): arrays need one; use groups(kind)",
+            "the groups of kind {kind} have two sizes ({} and {}): an array needs one; use groups(kind)",
             first.len(),
             last.len()
         ))),

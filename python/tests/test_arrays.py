@@ -20,7 +20,7 @@ def test_groups_array_equals_groups(layout_config: dict[str, Any]) -> None:
     for kind in layout.kinds:
         groups = layout.groups(kind)
         if len({len(g) for g in groups}) > 1:
-            with pytest.raises(LayoutError, match="groups_array needs one"):
+            with pytest.raises(LayoutError, match="an array needs one"):
                 layout.groups_array(kind)
             continue
         array = layout.groups_array(kind)

@@ -78,7 +78,7 @@ def test_question_errors() -> None:
     raises("kind tp has 4 groups, group 4 does not exist", lambda: layout.group("tp", 4))
     raises("kind tp has 4 groups, group -1 does not exist", lambda: layout.group("tp", -1))
     raises(
-        "the groups of kind tp have two sizes (2 and 4): groups_array needs one; use groups(kind)",
+        "the groups of kind tp have two sizes (2 and 4): an array needs one; use groups(kind)",
         lambda: layout.groups_array("tp"),
     )
     with pytest.raises(LayoutError, match="invalid configuration: unknown key \"tpp\""):
