@@ -305,7 +305,7 @@ pub enum Error {
     },
 
     /// A coordinate outside its axis.
-    #[error("coordinate {axis} = {value} is outside 0..{size}")]
+    #[error("coordinate {axis} = {value} is outside 0..{last}, both included (the axis has size {size})", last = .size.saturating_sub(1))]
     CoordOutOfRange {
         /// The axis.
         axis: Axis,
