@@ -29,8 +29,25 @@ fn sequential(buf: &mut [u32]) {
 fn compare(name: &str, len: usize, fill: &mut dyn FnMut(&mut [u32])) {
     let mut buf = vec![0u32; len];
     sequential(&mut buf); // fault the pages in
-    let f = best_of_three(&mut || fill(black_box(&mut buf)));
-    let w = best_of_three(&mut || sequential(black_box(&mut buf)));
+    let order = std::env::var("FILL_RATIO_ORDER").unwrap_or_default();
+    let (f, w) = if order == "interleave" {
+        let (mut f, mut w) = (f64::MAX, f64::MAX);
+        for _ in 0..3 {
+            let t = Instant::now();
+            fill(black_box(&mut buf));
+            f = f.min(t.elapsed().as_secs_f64());
+            let t = Instant::now();
+            sequential(black_box(&mut buf));
+            w = w.min(t.elapsed().as_secs_f64());
+        }
+        (f, w)
+    } else if order == "write-first" {
+        let w = best_of_three(&mut || sequential(black_box(&mut buf)));
+        (best_of_three(&mut || fill(black_box(&mut buf))), w)
+    } else {
+        let f = best_of_three(&mut || fill(black_box(&mut buf)));
+        (f, best_of_three(&mut || sequential(black_box(&mut buf))))
+    };
     println!(
         "{name:<40} {len:>11} members  fill {:>8.3} ms  write {:>8.3} ms  {:.2}x",
         f * 1e3,

@@ -16,47 +16,64 @@ use crate::segment::add_copy;
 /// Members per part of every group: `[first part, second part]`.
 pub(crate) type Parts = [usize; 2];
 
-/// Copies `groups` groups from `out[src..]` to `out[dst..]` (`src` before
-/// `dst`, not overlapping), adding `deltas[0]` to the first part of each
-/// group and `deltas[1]` to the second.
-fn add_copy_groups(
-    out: &mut [u32],
-    src: usize,
-    dst: usize,
-    groups: usize,
-    parts: Parts,
-    deltas: [u32; 2],
-) {
-    let p = parts[0] + parts[1];
-    if parts[1] == 0 || deltas[0] == deltas[1] {
-        add_copy(out, src, dst, groups * p, deltas[0]);
-        return;
+/// Members per block of [`Pattern`]: the per-member constants of a copy
+/// repeat every group, so a block of whole groups is one vectorisable add
+/// over a slice of the same length.
+const BLOCK_MEMBERS: usize = 256;
+
+/// Which members of a block of whole groups are in the second part of their
+/// group: all ones there, zeros in the first part. A copy adds `d0 + (mask &
+/// (d1 - d0))` to every member: `d0` to first parts, `d1` to second parts.
+struct Pattern {
+    mask: Vec<u32>,
+}
+
+impl Pattern {
+    fn new(parts: Parts) -> Pattern {
+        let p = (parts[0] + parts[1]).max(1);
+        let per_block = (BLOCK_MEMBERS / p).max(1) * p;
+        let mut mask = Vec::with_capacity(per_block);
+        while mask.len() < per_block {
+            mask.extend(std::iter::repeat_n(0, parts[0]));
+            mask.extend(std::iter::repeat_n(u32::MAX, parts[1]));
+        }
+        Pattern { mask }
     }
-    let total = groups * p;
-    let Some((head, tail)) = out.split_at_mut_checked(dst) else {
-        return;
-    };
-    let (Some(from), Some(to)) = (head.get(src..src + total), tail.get_mut(..total)) else {
-        return;
-    };
-    for (t, f) in to.chunks_exact_mut(p).zip(from.chunks_exact(p)) {
-        let (Some((t0, t1)), Some((f0, f1))) = (
-            t.split_at_mut_checked(parts[0]),
-            f.split_at_checked(parts[0]),
-        ) else {
+
+    /// Copies `total` members from `out[src..]` to `out[dst..]` (`src`
+    /// before `dst`, whole groups), adding the part's constant to each.
+    fn add_copy(&self, out: &mut [u32], src: usize, dst: usize, total: usize, deltas: [u32; 2]) {
+        if deltas[0] == deltas[1] {
+            add_copy(out, src, dst, total, deltas[0]);
+            return;
+        }
+        let Some((head, tail)) = out.split_at_mut_checked(dst) else {
             return;
         };
-        for (a, b) in t0.iter_mut().zip(f0) {
-            *a = b.wrapping_add(deltas[0]);
-        }
-        for (a, b) in t1.iter_mut().zip(f1) {
-            *a = b.wrapping_add(deltas[1]);
+        let (Some(from), Some(to)) = (head.get(src..src + total), tail.get_mut(..total)) else {
+            return;
+        };
+        let (base, diff) = (deltas[0], deltas[1].wrapping_sub(deltas[0]));
+        let block = self.mask.len().max(1);
+        for (t, f) in to.chunks_mut(block).zip(from.chunks(block)) {
+            for ((a, b), m) in t.iter_mut().zip(f).zip(&self.mask) {
+                *a = b.wrapping_add(base).wrapping_add(m & diff);
+            }
         }
     }
 }
 
+/// Members the copies of [`replicate_groups`] read at most: past this, the
+/// tiles already written are stamped from the start rather than doubled,
+/// so that every copy reads from the first levels of the cache.
+const STAMP_MEMBERS: usize = 4096;
+
 /// Given a tile of `tile` groups at member place `at`, writes `count - 1`
 /// more tiles after it, tile `i` being the first plus `i * steps` (per part).
+///
+/// The tiles are doubled (each pass copies all written so far) until they
+/// hold [`STAMP_MEMBERS`] members, then that run is stamped over the rest:
+/// tile `j + i` is tile `i` plus `j * steps`, whatever `j`.
 pub(crate) fn replicate_groups(
     out: &mut [u32],
     at: usize,
@@ -66,18 +83,17 @@ pub(crate) fn replicate_groups(
     steps: [u32; 2],
 ) {
     let tile_len = tile * (parts[0] + parts[1]);
+    let pattern = Pattern::new(parts);
     let mut have = 1u32;
+    let mut chunk = u32::MAX;
     while have < count {
-        let n = have.min(count - have);
+        if chunk == u32::MAX && have as usize * tile_len >= STAMP_MEMBERS {
+            chunk = have;
+        }
+        let n = have.min(chunk).min(count - have);
         let deltas = steps.map(|s| s.wrapping_mul(have));
-        add_copy_groups(
-            out,
-            at,
-            at + have as usize * tile_len,
-            n as usize * tile,
-            parts,
-            deltas,
-        );
+        let members = n as usize * tile * (parts[0] + parts[1]);
+        pattern.add_copy(out, at, at + have as usize * tile_len, members, deltas);
         have += n;
     }
 }
