@@ -1,0 +1,347 @@
+"""Shared by the tests against the real megatron-core: whether it may be
+missing, the getters of its parallel_state (listed from the module), what
+they answer, and the body of each spawned process of the gloo tests."""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import json
+import os
+import re
+import traceback
+import warnings
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import pytest
+
+MEGATRON_CORE = "0.16.1"
+TIMEOUT = timedelta(seconds=90)
+
+# parallel_state functions whose names look like getters but that are not
+# called, and why. Everything else named get_*, is_*, has_* or
+# model_parallel_is_initialized is called, with every combination of its
+# flags; a getter with a required argument not listed here fails the tests.
+NOT_CALLED = {
+    "get_nccl_options": "a helper turning a communicator configuration into NCCL options "
+    "(required arguments pg_name, nccl_comm_cfgs); it reads no state",
+}
+# Getters ParallelState does not offer, and why.
+NOT_ON_PARALLEL_STATE = {
+    "get_global_memory_buffer": "a memory buffer, not a group (installed into parallel_state as Megatron-Core does)",
+    "get_global_symmetric_memory_buffer": "a memory buffer, not a group (not made by initialize_model_parallel)",
+    "get_nccl_options": NOT_CALLED["get_nccl_options"],
+}
+
+
+def require_megatron() -> Any:
+    """megatron.core.parallel_state; without it the test module fails in CI
+    (CI=true) and is skipped, with the reason, elsewhere."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            import megatron.core
+            from megatron.core import parallel_state
+    except ImportError as e:
+        reason = f"megatron-core {MEGATRON_CORE} is not installed ({e}); pip install megatron-core=={MEGATRON_CORE} einops"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"CI needs it: {reason}", pytrace=False)
+        pytest.skip(reason, allow_module_level=True)
+    if megatron.core.__version__ != MEGATRON_CORE:
+        message = f"these tests follow megatron-core {MEGATRON_CORE}, not {megatron.core.__version__}"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message, allow_module_level=True)
+    return parallel_state
+
+
+def getter_names(module: Any) -> list[str]:
+    """The getters of ``module``: its own functions named get_*, is_*,
+    has_*, and model_parallel_is_initialized."""
+    names = []
+    for name, f in sorted(vars(module).items()):
+        if not inspect.isfunction(f) or f.__module__ != module.__name__:
+            continue
+        if re.match(r"(get|is|has)_", name) or name == "model_parallel_is_initialized":
+            names.append(name)
+    return names
+
+
+def _variants(param: inspect.Parameter) -> list[Any]:
+    if param.default is inspect.Parameter.empty:
+        raise AssertionError(f"required argument {param.name}")
+    if isinstance(param.default, bool):
+        return [False, True]
+    if param.name == "vp_stage":
+        return [None, 0, 1]
+    if param.name == "group_size":
+        return [None, 1, 2, 4, 8, 16]
+    return [param.default]
+
+
+def getter_calls(module: Any) -> list[tuple[str, dict[str, Any]]]:
+    """(name, keyword arguments) of every call made of the getters: every
+    combination of each one's flags. A getter with a required argument that
+    NOT_CALLED does not list fails here."""
+    calls = []
+    for name in getter_names(module):
+        if name in NOT_CALLED:
+            continue
+        params = list(inspect.signature(getattr(module, name)).parameters.values())
+        for combo in itertools.product(*(_variants(p) for p in params)):
+            calls.append((name, {p.name: v for p, v in zip(params, combo)}))
+    return calls
+
+
+def normalize(value: Any) -> Any:
+    """A comparable form: a process group as its ranks, this rank's place
+    and size, and its backend."""
+    import torch.distributed as dist
+
+    if isinstance(value, dist.ProcessGroup):
+        return ["group", dist.get_process_group_ranks(value), value.rank(), value.size(), str(dist.get_backend(value))]
+    if isinstance(value, (list, tuple)):
+        return [normalize(v) for v in value]
+    if isinstance(value, dict):
+        return [[k, normalize(v)] for k, v in sorted(value.items())]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return ["object", type(value).__name__]
+
+
+def call(f: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return normalize(f(**kwargs))
+        except Exception as e:  # noqa: BLE001 (an answer like any other)
+            return ["raises", type(e).__name__, str(e)]
+
+
+def answers(source: Any, calls: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    """What each call answers, by ``name(arguments)``."""
+    return {f"{name}({json.dumps(kw, sort_keys=True)})": call(getattr(source, name), kw) for name, kw in calls}
+
+
+def module_globals(module: Any) -> dict[str, Any]:
+    """Every state global of parallel_state (``_UPPER_CASE``), normalized;
+    ``_global_process_group_list`` as a set of distinct groups (rank-layout
+    lists each process group once, and shares groups between families;
+    Megatron-Core lists a group per family, and the gloo inter-instance group
+    it makes and never uses, which on a gloo world is the same set)."""
+    out = {}
+    for name, value in sorted(vars(module).items()):
+        if re.fullmatch(r"_[A-Z][A-Z0-9_]*", name):
+            out[name] = normalize(value)
+    groups = module._global_process_group_list
+    out["_global_process_group_list"] = None if groups is None else sorted(
+        {json.dumps(normalize(g)) for g in groups}
+    )
+    return out
+
+
+def compare(theirs: dict[str, Any], ours: dict[str, Any], what: str) -> list[str]:
+    """The differences, as messages."""
+    diffs = []
+    for key in sorted(set(theirs) | set(ours)):
+        a, b = theirs.get(key, "<missing>"), ours.get(key, "<missing>")
+        if a != b:
+            diffs.append(f"{what}: {key}: megatron-core {a!r} != rank-layout {b!r}")
+    return diffs
+
+
+def reset(module: Any) -> None:
+    """parallel_state as before any initialization."""
+    from rank_layout.torch import megatron as rl_megatron
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rl_megatron.destroy_model_parallel()
+    module._GLOBAL_MEMORY_BUFFER = None
+    module._GLOBAL_SYMMETRIC_MEMORY_BUFFER = None
+
+
+# -- spawned processes ---------------------------------------------------------
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def spawn(world: int, jobs: list, tmp_path: Path, deadline_s: float) -> list[dict[str, Any]]:
+    """Runs :func:`run` in ``world`` spawned processes on a gloo world over
+    loopback. A process that fails ends the run at once; a run past
+    ``deadline_s`` (a hang) is killed and fails the test. Each rank's
+    results, by job name."""
+    import multiprocessing
+    import time
+
+    ctx = multiprocessing.get_context("spawn")
+    port = free_port()
+    procs = [
+        ctx.Process(target=run, args=(rank, world, port, str(tmp_path), jobs), daemon=True) for rank in range(world)
+    ]
+    start = time.monotonic()
+    for p in procs:
+        p.start()
+    failure = None
+    try:
+        while any(p.is_alive() for p in procs):
+            if any(p.exitcode not in (None, 0) for p in procs):
+                failure = "a process failed"
+                break
+            if time.monotonic() - start > deadline_s:
+                failure = f"hung (deadline {deadline_s:.0f} s), killed"
+                break
+            time.sleep(0.2)
+    finally:
+        for p in procs:
+            if p.is_alive():
+                p.kill()
+        for p in procs:
+            p.join(10)
+    results = []
+    for rank in range(world):
+        f = tmp_path / f"{rank}.json"
+        results.append(json.loads(f.read_text()) if f.exists() else {"rank": rank, "error": "no result"})
+    errors = [f"rank {r['rank']}: {r['error']}" for r in results if r["error"]]
+    codes = [p.exitcode for p in procs]
+    if failure or errors or any(codes):
+        pytest.fail(
+            f"{failure or 'failed'} after {time.monotonic() - start:.0f} s; exit codes {codes}\n" + "\n".join(errors[:3])
+        )
+    print(f"{world} processes: {time.monotonic() - start:.1f} s")
+    return results
+
+
+def run(rank: int, world: int, port: int, out: str, jobs: list) -> None:
+    """Joins the gloo world and runs each job (name, kind, parameters);
+    writes what it saw to ``out``/rank.json."""
+    result: dict[str, Any] = {"rank": rank, "results": {}, "error": None}
+    try:
+        import torch
+        import torch.distributed as dist
+
+        warnings.filterwarnings("ignore")
+        torch.set_num_threads(1)
+        dist.init_process_group(
+            "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world, timeout=TIMEOUT
+        )
+        for name, kind, params in jobs:
+            result["results"][name] = JOBS[kind](rank, world, **params)
+        # After all that, the world still works: a last all-reduce.
+        t = torch.ones(1)
+        dist.all_reduce(t)
+        assert t.item() == world
+        dist.destroy_process_group()
+    except BaseException:
+        result["error"] = traceback.format_exc()
+        raise
+    finally:
+        Path(out, f"{rank}.json").write_text(json.dumps(result))
+
+
+
+class CountNewGroups:
+    """Counts torch.distributed.new_group calls (the process groups a rank
+    creates or takes part in creating) while active."""
+
+    def __enter__(self) -> "CountNewGroups":
+        import torch.distributed as dist
+
+        self.calls = 0
+        self._dist, self._orig = dist, dist.new_group
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            self.calls += 1
+            return self._orig(*args, **kwargs)
+
+        dist.new_group = counted
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._dist.new_group = self._orig
+
+
+def group_count() -> int:
+    """torch's count of the groups this rank created (group names are
+    salted with it, so it must stay equal on every rank)."""
+    import torch.distributed as dist
+
+    return dist.distributed_c10d._world.group_count
+
+
+def all_reduce_each(groups: dict[str, Any]) -> int:
+    """An all-reduce of the ranks on each group, in the families' order
+    (the same on every rank, so no hang): the sum of the members."""
+    import torch
+    import torch.distributed as dist
+
+    done = 0
+    for label, pg in groups.items():
+        if pg is None:
+            continue
+        t = torch.tensor([dist.get_rank()], dtype=torch.int64)
+        dist.all_reduce(t, group=pg)
+        assert t.item() == sum(dist.get_process_group_ranks(pg)), (label, t.item())
+        done += 1
+    return done
+
+
+def job_options(rank: int, world: int) -> dict[str, Any]:
+    """new_groups: shared groups, backend and pg_options by kind, the same
+    calls on every rank."""
+    import torch.distributed as dist
+
+    import dist_worker
+    from rank_layout import Layout, LayoutError
+    from rank_layout.torch import new_groups
+
+    layout = Layout(tp=2, pp=2, world_size=world)  # cp = 1, ep = 1
+    before = group_count()
+    with CountNewGroups() as count:
+        shared = new_groups(layout, timeout=TIMEOUT)
+    dist_worker.check(layout, shared, rank)
+    assert shared["dp-cp"] is shared["dp"] and shared["tp-cp"] is shared["tp"]
+    assert shared["tp-dp-cp"] is shared["tp-dp"] and shared["ep"] is shared["cp"]
+    distinct = len({id(g) for g in shared.values() if g is not None} | {0})
+    with CountNewGroups() as count_all:
+        separate = new_groups(layout, timeout=TIMEOUT, share=False)
+    dist_worker.check(layout, separate, rank)
+    assert separate["dp-cp"] is not separate["dp"]
+    # Gloo beside the default backend, and options by kind: a kind with
+    # options of its own shares with no other (gloo ignores the options).
+    opts = dist.ProcessGroupGloo._Options()
+    mixed = new_groups(
+        layout, ["dp", "dp-cp", "tp", "tp-cp"], backend={"dp": "gloo", "dp-cp": "gloo"},
+        pg_options={"tp-cp": opts}, timeout=TIMEOUT,
+    )
+    assert mixed["dp"] is mixed["dp-cp"] and mixed["tp"] is not mixed["tp-cp"]
+    assert all(str(dist.get_backend(g)) == "gloo" for g in mixed.values())
+    all_reduce_each(mixed)
+    everything_gloo = new_groups(layout, ["dp", "cp"], backend="gloo", method="global", timeout=TIMEOUT)
+    all_reduce_each({k: v for k, v in everything_gloo.items()})
+    for bad, message in (
+        (lambda: new_groups(layout, ["dp"], backend={"tp": "gloo"}), "backend names kinds not built here: tp"),
+        (lambda: new_groups(layout, ["dp"], pg_options={"pp": opts}), "pg_options names kinds not built here"),
+    ):
+        try:
+            bad()
+        except LayoutError as e:
+            assert message in str(e), e
+        else:
+            raise AssertionError(message)
+    counts = [None] * world
+    dist.all_gather_object(counts, group_count())
+    assert len(set(counts)) == 1, counts  # every rank made the same calls
+    return {"calls_shared": count.calls, "calls_separate": count_all.calls, "distinct": distinct - 1,
+            "kinds": len(layout.kinds), "made": group_count() - before}
+
+
+JOBS: dict[str, Callable[..., Any]] = {"options": job_options}
