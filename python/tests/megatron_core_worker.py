@@ -344,4 +344,104 @@ def job_options(rank: int, world: int) -> dict[str, Any]:
             "kinds": len(layout.kinds), "made": group_count() - before}
 
 
-JOBS: dict[str, Callable[..., Any]] = {"options": job_options}
+def job_compare(rank: int, world: int, args: dict[str, Any]) -> dict[str, Any]:
+    """Megatron-Core's initialize_model_parallel, then rank-layout's, on
+    this world: every getter of parallel_state (every combination of its
+    flags), every global, and ParallelState's getters answer alike; an
+    all-reduce on each of rank-layout's groups; destroy_model_parallel
+    after it."""
+    from megatron.core import parallel_state as ps
+
+    from rank_layout.torch import megatron as rl_megatron
+
+    calls = getter_calls(ps)
+    reset(ps)
+    with CountNewGroups() as theirs_count:
+        ps.initialize_model_parallel(**args)
+    theirs = answers(ps, calls)
+    their_globals = module_globals(ps)
+    reset(ps)
+    with CountNewGroups() as ours_count:
+        state = rl_megatron.initialize_model_parallel(**args)
+    ours = answers(ps, calls)
+    our_globals = module_globals(ps)
+    from_state = answers(state, [(n, kw) for n, kw in calls if n not in NOT_ON_PARALLEL_STATE])
+    diffs = compare(theirs, ours, "getters") + compare(their_globals, our_globals, "globals")
+    diffs += compare({k: theirs[k] for k in from_state}, from_state, "ParallelState")
+    reduced = all_reduce_each(state.groups)
+    # Megatron-Core's own destroy_model_parallel after rank-layout's.
+    ps.destroy_model_parallel()
+    assert not ps.model_parallel_is_initialized() and not ps.is_initialized()
+    reset(ps)
+    return {
+        "diffs": diffs,
+        "calls": len(calls),
+        "getters": sorted({n for n, _ in calls}),
+        "new_group_calls": [theirs_count.calls, ours_count.calls],
+        "groups": len({id(g) for g in state.groups.values() if g is not None}),
+        "all_reduced": reduced,
+    }
+
+
+def job_bad(rank: int, world: int) -> dict[str, Any]:
+    """Arguments the drop-in refuses: a LayoutError naming them on every
+    rank, before any group is made (torch's group count unchanged)."""
+    import torch.distributed as dist
+    from megatron.core import parallel_state as ps
+
+    from rank_layout import LayoutError
+    from rank_layout.torch import megatron as rl_megatron
+
+    reset(ps)
+    cases = [
+        (dict(use_sharp=True), "cannot honour use_sharp=True"),
+        (dict(use_sharp=True, sharp_enabled_group="dp"), "use_sharp=True, sharp_enabled_group='dp'"),
+        (dict(tensor_model_parallel_size=2 * world), f"world_size ({world}) is not divisible by {2 * world}"),
+        (dict(tensor_model_parallel_size=3), f"world_size ({world}) is not divisible by 3"),
+        (dict(expert_model_parallel_size=2 * world), "expert_tensor_model_pipeline_parallel size"),
+        (dict(context_parallel_size=2, order="tp-pp-dp"), "cp has size 2 but is missing from order"),
+        (dict(context_parallel_size=4, hierarchical_context_parallel_sizes=[2, 4]), "product must be"),
+        (dict(virtual_pipeline_model_parallel_size=2), "greater than 1 with interleaved schedule"),
+        (dict(num_distributed_optimizer_instances=3), "divisible by partial DistOpt shard factor"),
+        (dict(pipeline_model_parallel_comm_backend="mpi"), "backend for PP communication"),
+        (dict(pipeline_model_parallel_size=2, get_embedding_ranks=lambda p: [0]), "get_embedding_ranks("),
+        (dict(tensor_model_parallel_size=0), "tensor_model_parallel_size must be a positive int"),
+    ]
+    refused = []
+    for kwargs, message in cases:
+        before = group_count()
+        try:
+            rl_megatron.initialize_model_parallel(**kwargs)
+        except LayoutError as e:
+            assert message in str(e), (kwargs, str(e))
+            refused.append(str(e))
+        else:
+            raise AssertionError(f"no LayoutError for {kwargs}")
+        assert group_count() == before, kwargs  # no group was made
+        assert not ps.is_initialized()
+    # Initialized already: refused, parallel_state untouched.
+    rl_megatron.initialize_model_parallel(tensor_model_parallel_size=2)
+    tp = ps.get_tensor_model_parallel_group()
+    before = group_count()
+    try:
+        rl_megatron.initialize_model_parallel(tensor_model_parallel_size=2)
+    except LayoutError as e:
+        assert "already initialized" in str(e), e
+    else:
+        raise AssertionError("initialized twice")
+    assert group_count() == before and ps.get_tensor_model_parallel_group() is tp
+    rl_megatron.destroy_model_parallel()
+    # ParallelState.create refuses the same, and does not need parallel_state.
+    try:
+        rl_megatron.ParallelState.create(use_sharp=True)
+    except LayoutError:
+        pass
+    else:
+        raise AssertionError("ParallelState.create(use_sharp=True)")
+    state = rl_megatron.ParallelState.create(tensor_model_parallel_size=2, create_gloo_process_groups=False)
+    assert not ps.is_initialized() and state.get_tensor_model_parallel_world_size() == 2
+    assert dist.get_process_group_ranks(state.get_tensor_model_parallel_group()) == [rank - rank % 2, rank - rank % 2 + 1]
+    return {"refused": refused}
+
+
+JOBS: dict[str, Callable[..., Any]] = {"options": job_options, "compare": job_compare, "bad": job_bad}
