@@ -444,4 +444,96 @@ def job_bad(rank: int, world: int) -> dict[str, Any]:
     return {"refused": refused}
 
 
-JOBS: dict[str, Callable[..., Any]] = {"options": job_options, "compare": job_compare, "bad": job_bad}
+def tiny_step(seed: int = 0, vocab: int = 64, hidden: int = 16, steps: int = 2) -> list[float]:
+    """A tiny language model of Megatron-Core modules on the installed
+    parallel state: a VocabParallelEmbedding, Megatron-Core's MLP (its GPT
+    layer spec's: ColumnParallelLinear, gelu, RowParallelLinear), a
+    ColumnParallelLinear output layer and vocab_parallel_cross_entropy
+    (all-reduces on the tensor-parallel group), the gradients averaged over
+    the data-parallel group with cp, an SGD step. The losses (averaged over
+    the data-parallel group), and the first one again from the logits
+    gathered over the tensor-parallel group (torch's all-gather:
+    Megatron-Core's gather_from_tensor_model_parallel_region allocates its
+    output on CUDA)."""
+    import torch
+    import torch.distributed as dist
+    from megatron.core import parallel_state as ps
+    from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
+    from megatron.core.tensor_parallel import (
+        ColumnParallelLinear,
+        VocabParallelEmbedding,
+        vocab_parallel_cross_entropy,
+    )
+    from megatron.core.transformer.spec_utils import build_module
+    from megatron.core.transformer.transformer_config import TransformerConfig
+
+    torch.manual_seed(seed)  # the master weights, split by tensor-parallel rank
+    config = TransformerConfig(
+        num_layers=1, hidden_size=hidden, num_attention_heads=4, use_cpu_initialization=True,
+        pipeline_dtype=torch.float32, tensor_model_parallel_size=ps.get_tensor_model_parallel_world_size(),
+    )
+    embedding = VocabParallelEmbedding(vocab, hidden, init_method=config.init_method, config=config)
+    mlp = build_module(get_gpt_layer_local_spec().submodules.mlp, config=config)
+    output = ColumnParallelLinear(hidden, vocab, config=config, init_method=config.init_method, bias=False,
+                                  gather_output=False)
+    params = [*embedding.parameters(), *mlp.parameters(), *output.parameters()]
+    dp_group = ps.get_data_parallel_group(with_context_parallel=True)
+    data = torch.Generator().manual_seed(100 + ps.get_data_parallel_rank(with_context_parallel=True))
+    tokens = torch.randint(0, vocab, (8, 2), generator=data)  # [sequence, batch]
+    labels = torch.roll(tokens, -1, dims=0)
+    losses, gathered = [], None
+    for step in range(steps):
+        hidden_states = embedding(tokens)
+        mlp_out, _ = mlp(hidden_states)
+        logits, _ = output(hidden_states + mlp_out)
+        if step == 0:
+            # Megatron-Core's gather_from_tensor_model_parallel_region
+            # allocates on CUDA: torch's all-gather on the same group.
+            tp_group = ps.get_tensor_model_parallel_group()
+            parts = [torch.empty_like(logits) for _ in range(dist.get_world_size(tp_group))]
+            dist.all_gather(parts, logits.detach().clone(), group=tp_group)
+            full = torch.cat(parts, dim=-1)
+            assert full.shape[-1] == vocab
+            gathered = torch.nn.functional.cross_entropy(full.reshape(-1, vocab), labels.reshape(-1))
+        # (vocab_parallel_cross_entropy works in place on the logits: gathered first.)
+        loss = vocab_parallel_cross_entropy(logits, labels).mean()
+        for p in params:
+            p.grad = None
+        loss.backward()
+        with torch.no_grad():
+            for p in params:
+                if p.grad is not None:
+                    dist.all_reduce(p.grad, group=dp_group)
+                    p.grad /= dist.get_world_size(dp_group)
+                    p -= 0.5 * p.grad
+        reported = loss.detach().clone()
+        dist.all_reduce(reported, group=dp_group)
+        losses.append(reported.item() / dist.get_world_size(dp_group))
+    gathered_mean = gathered.detach().clone()
+    dist.all_reduce(gathered_mean, group=dp_group)
+    return losses + [gathered_mean.item() / dist.get_world_size(dp_group)]
+
+
+def job_step(rank: int, world: int, args: dict[str, Any]) -> dict[str, Any]:
+    """The tiny model's step after Megatron-Core's initialize_model_parallel,
+    then after rank-layout's."""
+    from megatron.core import parallel_state as ps
+
+    from rank_layout.torch import megatron as rl_megatron
+
+    reset(ps)
+    ps.initialize_model_parallel(**args)
+    theirs = tiny_step()
+    reset(ps)
+    rl_megatron.initialize_model_parallel(**args)
+    ours = tiny_step()
+    reset(ps)
+    return {"megatron-core": theirs, "rank-layout": ours}
+
+
+JOBS: dict[str, Callable[..., Any]] = {
+    "options": job_options,
+    "compare": job_compare,
+    "bad": job_bad,
+    "step": job_step,
+}
