@@ -84,10 +84,14 @@ and the same ``pg_options`` object, and only kinds built in one round.
 The decision is made over the whole layout, not rank by rank, so it is the
 same on every rank and every rank still makes the same calls in the same
 order (a rank deciding alone could skip a call its partners make, and
-torch's group names would no longer agree: a hang). It costs one
-``groups_array`` per kind and a comparison of the arrays of equal shape,
-O(world) in NumPy (``python/README.md`` has the figures); ``share=False``
-skips it and builds every kind's groups. Do not share where two kinds must
+torch's group names would no longer agree: a hang). The groups of three
+ranks (the layout's first, middle and last) rule out most pairs of kinds;
+a pair alike on those is compared on every group, ``groups_array`` against
+``groups_array``, O(world) in NumPy (``python/README.md`` has the figures); ``share=False``
+skips it and builds every kind's groups. A kind whose one group is every
+rank of the default group, in order (with the default backend and no
+options), is the default group itself: no call, and no second world-wide
+communicator; its timeout is then ``init_process_group``'s. Do not share where two kinds must
 progress independently (the reason for Megatron-Core's second data-parallel
 group, ``create_all_gather_group``): a communicator runs its operations in
 order.
@@ -197,7 +201,9 @@ class GroupSpec(NamedTuple):
     2-D array) lets such a family share or be built by ``method="global"``.
     ``sort``: members in ascending order (torch's default, Megatron-Core's
     groups) rather than the layout's. ``share``: may share another
-    family's groups (see the module's documentation)."""
+    family's groups (see the module's documentation). ``everyone``: one
+    group, every rank of the layout in ascending order (``mine`` and
+    ``partition`` then unused)."""
 
     label: str
     kind: Optional[str] = None
@@ -208,6 +214,7 @@ class GroupSpec(NamedTuple):
     sort: bool = False
     share: bool = True
     desc: Optional[str] = None
+    everyone: bool = False
 
 
 def check_world(layout: Layout) -> tuple[int, Optional[int]]:
@@ -241,51 +248,111 @@ def build_groups(
     me, rank = check_world(layout)
     rounds = {s.label: (layout.split_rounds(s.kind) if s.kind is not None else 1) for s in specs}
     if method == "global":
-        custom = [s.label for s in specs if s.kind is None and s.partition is None]
+        custom = [s.label for s in specs if s.kind is None and s.partition is None and not s.everyone]
         if custom:
             raise LayoutError(f"method='global' cannot build {', '.join(custom)} (no list of all groups)")
-    aliases = _aliases(layout, specs, rounds) if share else {}
+    aliases, world_wide = _aliases(layout, specs, rounds) if share else ({}, set())
     out: dict[str, list] = {}
     for i, spec in enumerate(specs):
         if i in aliases:
             out[spec.label] = out[specs[aliases[i]].label]
+            continue
+        if i in world_wide:
+            # The one group is every rank of the default group, in order:
+            # the default group itself (no call, no communicator).
+            default = dist.distributed_c10d._get_default_group()
+            out[spec.label] = [default]
+            if on_create is not None:
+                on_create(default, spec)
             continue
         build = _local if method == "local" else _global
         out[spec.label] = build(layout, spec, rounds[spec.label], rank, me, timeout, on_create)
     return out
 
 
-def _aliases(layout: Layout, specs: Sequence[GroupSpec], rounds: dict[str, int]) -> dict[int, int]:
+def _aliases(
+    layout: Layout, specs: Sequence[GroupSpec], rounds: dict[str, int]
+) -> tuple[dict[int, int], set[int]]:
     """Spec index -> the earlier spec whose groups it takes: same backend,
     same options object, same members in the same order, over the whole
-    layout (so every rank decides alike)."""
-    arrays: dict[int, np.ndarray] = {}
+    layout (so every rank decides alike). And the specs (default backend,
+    no options) whose one group is the default group's ranks in order.
+
+    The groups of the layout's first, middle and last ranks sort the specs
+    out first (O(their sizes)); only specs alike there are compared on
+    every group (O(world), NumPy)."""
+    first = layout.rank_offset
+    probes = sorted({first, first + layout.world_size // 2, first + layout.world_size - 1})
+    signatures: dict[int, tuple] = {}
     for i, s in enumerate(specs):
-        if not s.share or rounds[s.label] != 1 or (s.kind is None and s.partition is None):
+        if not s.share or rounds[s.label] != 1:
             continue
         try:
-            arr = layout.groups_array(s.kind) if s.partition is None else s.partition()
-        except (LayoutError, TypeError):
+            signatures[i] = tuple(_probe(layout, s, p) for p in probes)
+        except LayoutError:
             continue
-        if arr is None or arr.ndim != 2 or arr.size == 0:
-            continue
-        arrays[i] = arr
-    by_shape: dict[tuple, list[int]] = {}
-    for i, arr in arrays.items():
+    world = dist.get_world_size()
+    whole = first == 0 and layout.world_size == world
+    world_wide = set()
+    for i, sig in signatures.items():
         s = specs[i]
-        by_shape.setdefault((s.backend, id(s.pg_options), s.sort, arr.shape), []).append(i)
+        if not whole or s.backend is not None or s.pg_options is not None:
+            continue
+        if s.everyone or (sig[0] is not None and len(sig[0]) == world and (s.sort or sig[0] == tuple(range(world)))):
+            world_wide.add(i)
+    buckets: dict[tuple, list[int]] = {}
+    for i, sig in signatures.items():
+        s = specs[i]
+        if i not in world_wide and (s.kind is not None or s.partition is not None or s.everyone):
+            buckets.setdefault((s.backend, id(s.pg_options), s.sort, sig), []).append(i)
     aliases: dict[int, int] = {}
-    for members in by_shape.values():
+    for members in buckets.values():
         if len(members) < 2:
             continue
         seen: dict[bytes, int] = {}
         for i in members:
-            key = _canonical(arrays[i], specs[i].sort, layout).tobytes()
+            s = specs[i]
+            try:
+                arr = _partition(layout, s)
+            except (LayoutError, TypeError):
+                continue
+            if arr is None or arr.ndim != 2 or arr.size == 0:
+                continue
+            key = _canonical(arr, s.sort, layout).tobytes() + repr(arr.shape).encode()
             if key in seen:
                 aliases[i] = seen[key]
             else:
                 seen[key] = i
-    return aliases
+    return aliases, world_wide
+
+
+def _partition(layout: Layout, spec: GroupSpec) -> Optional[np.ndarray]:
+    """Every group of ``spec``, as a 2-D array."""
+    if spec.everyone:
+        first = layout.rank_offset
+        return np.arange(first, first + layout.world_size, dtype=np.uint32)[None, :]
+    return layout.groups_array(spec.kind) if spec.partition is None else spec.partition()
+
+
+def _mine(layout: Layout, spec: GroupSpec, rank: Optional[int]) -> Optional[list[int]]:
+    if spec.everyone:
+        return None if rank is None else list(range(layout.rank_offset, layout.rank_offset + layout.world_size))
+    return spec.mine(rank)
+
+
+def _probe(layout: Layout, spec: GroupSpec, rank: int) -> Optional[tuple[int, ...]]:
+    """The members of ``rank``'s group of ``spec`` (sorted if the spec
+    sorts), or ``None``."""
+    if spec.everyone:
+        return ("everyone", layout.rank_offset, layout.world_size)
+    if spec.kind is None:
+        members = spec.mine(rank)
+    else:
+        split = layout.split(rank, spec.kind)
+        members = None if split is None else layout.group(spec.kind, split[0])
+    if members is None:
+        return None
+    return tuple(sorted(members)) if spec.sort else tuple(members)
 
 
 def _canonical(arr: np.ndarray, sort: bool, layout: Layout) -> np.ndarray:
@@ -329,7 +396,7 @@ def _local(
     found = []
     for round in range(rounds):
         if spec.kind is None:
-            members = spec.mine(rank)
+            members = _mine(layout, spec, rank)
             color = 0
         else:
             split = None if rank is None else layout.split(rank, spec.kind, round=round)
@@ -361,7 +428,7 @@ def _global(
     this rank's groups."""
     del rounds
     if spec.kind is None:
-        groups = [list(map(int, row)) for row in spec.partition()]
+        groups = [list(map(int, row)) for row in _partition(layout, spec)]
     else:
         groups = layout.groups(spec.kind)
     name = spec.desc or spec.label

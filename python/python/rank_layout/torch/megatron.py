@@ -346,12 +346,10 @@ class _Plan:
             specs.append(self._kind("INTRA_DISTRIBUTED_OPTIMIZER_INSTANCE_GROUP", "dist-opt-instance"))
         else:
             # One instance: Megatron-Core's instance group is every rank.
-            world = self.world
             specs.append(
                 GroupSpec(
                     "INTRA_DISTRIBUTED_OPTIMIZER_INSTANCE_GROUP",
-                    mine=lambda rank: None if rank is None else list(range(world)),
-                    partition=lambda: np.arange(world, dtype=np.uint32)[None, :],
+                    everyone=True,
                     pg_options=self._opts("INTRA_DISTRIBUTED_OPTIMIZER_INSTANCE_GROUP"),
                     sort=True,
                 )
@@ -450,7 +448,9 @@ class _Plan:
         where the rank is in none."""
         rank = self.rank if rank is None else rank
         spec = next(s for s in self.specs if s.label == label)
-        if spec.kind is None:
+        if spec.everyone:
+            got = list(range(self.world))
+        elif spec.kind is None:
             got = spec.mine(rank)
         else:
             split = self.layout.split(rank, spec.kind)
