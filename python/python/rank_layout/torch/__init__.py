@@ -84,10 +84,9 @@ and the same ``pg_options`` object, and only kinds built in one round.
 The decision is made over the whole layout, not rank by rank, so it is the
 same on every rank and every rank still makes the same calls in the same
 order (a rank deciding alone could skip a call its partners make, and
-torch's group names would no longer agree: a hang). The groups of three
-ranks (the layout's first, middle and last) rule out most pairs of kinds;
-a pair alike on those is compared on every group, ``groups_array`` against
-``groups_array``, O(world) in NumPy (``python/README.md`` has the figures); ``share=False``
+torch's group names would no longer agree: a hang). Each kind's
+``groups_array`` is put in one order and compared with those of the same
+shape, O(world) in NumPy (``python/README.md`` has the figures); ``share=False``
 skips it and builds every kind's groups. A kind whose one group is every
 rank of the default group, in order (with the default backend and no
 options), is the default group itself: no call, and no second world-wide
@@ -278,51 +277,44 @@ def _aliases(
     layout (so every rank decides alike). And the specs (default backend,
     no options) whose one group is the default group's ranks in order.
 
-    The groups of the layout's first, middle and last ranks sort the specs
-    out first (O(their sizes)); only specs alike there are compared on
-    every group (O(world), NumPy)."""
-    first = layout.rank_offset
-    probes = sorted({first, first + layout.world_size // 2, first + layout.world_size - 1})
-    signatures: dict[int, tuple] = {}
+    Every group of each spec, as ``groups_array`` fills it in Rust, put in
+    one order and compared in NumPy: O(world) per spec."""
+    world = dist.get_world_size()
+    whole = layout.rank_offset == 0 and layout.world_size == world
+    world_wide: set[int] = set()
+    buckets: dict[tuple, list[tuple[int, np.ndarray]]] = {}
     for i, s in enumerate(specs):
         if not s.share or rounds[s.label] != 1:
             continue
-        try:
-            signatures[i] = tuple(_probe(layout, s, p) for p in probes)
-        except LayoutError:
-            continue
-    world = dist.get_world_size()
-    whole = first == 0 and layout.world_size == world
-    world_wide = set()
-    for i, sig in signatures.items():
-        s = specs[i]
-        if not whole or s.backend is not None or s.pg_options is not None:
-            continue
-        if s.everyone or (sig[0] is not None and len(sig[0]) == world and (s.sort or sig[0] == tuple(range(world)))):
+        default = whole and s.backend is None and s.pg_options is None
+        if s.everyone and default:
             world_wide.add(i)
-    buckets: dict[tuple, list[int]] = {}
-    for i, sig in signatures.items():
-        s = specs[i]
-        if i not in world_wide and (s.kind is not None or s.partition is not None or s.everyone):
-            buckets.setdefault((s.backend, id(s.pg_options), s.sort, sig), []).append(i)
-    aliases: dict[int, int] = {}
-    for members in buckets.values():
-        if len(members) < 2:
             continue
-        seen: dict[bytes, int] = {}
-        for i in members:
-            s = specs[i]
-            try:
-                arr = _partition(layout, s)
-            except (LayoutError, TypeError):
-                continue
-            if arr is None or arr.ndim != 2 or arr.size == 0:
-                continue
-            key = _canonical(arr, s.sort, layout).tobytes() + repr(arr.shape).encode()
-            if key in seen:
-                aliases[i] = seen[key]
+        if s.kind is None and s.partition is None and not s.everyone:
+            continue
+        try:
+            arr = _partition(layout, s)
+        except (LayoutError, TypeError):
+            continue
+        if arr is None or arr.ndim != 2 or arr.size == 0:
+            continue
+        if default and arr.shape == (1, world) and (s.sort or bool(np.all(arr[0, 1:] > arr[0, :-1]))):
+            world_wide.add(i)
+            continue
+        buckets.setdefault((s.backend, id(s.pg_options), s.sort, arr.shape), []).append((i, arr))
+    aliases: dict[int, int] = {}
+    for (_, _, sort, _), alike in buckets.items():
+        if len(alike) < 2:
+            continue  # the usual case: nothing to compare, nothing sorted
+        kept: list[tuple[int, np.ndarray]] = []
+        for i, arr in alike:
+            arr = _canonical(arr, sort, layout)
+            for j, other in kept:
+                if np.array_equal(arr, other):
+                    aliases[i] = j
+                    break
             else:
-                seen[key] = i
+                kept.append((i, arr))
     return aliases, world_wide
 
 
@@ -340,35 +332,19 @@ def _mine(layout: Layout, spec: GroupSpec, rank: Optional[int]) -> Optional[list
     return spec.mine(rank)
 
 
-def _probe(layout: Layout, spec: GroupSpec, rank: int) -> Optional[tuple[int, ...]]:
-    """The members of ``rank``'s group of ``spec`` (sorted if the spec
-    sorts), or ``None``."""
-    if spec.everyone:
-        return ("everyone", layout.rank_offset, layout.world_size)
-    if spec.kind is None:
-        members = spec.mine(rank)
-    else:
-        split = layout.split(rank, spec.kind)
-        members = None if split is None else layout.group(spec.kind, split[0])
-    if members is None:
-        return None
-    return tuple(sorted(members)) if spec.sort else tuple(members)
-
-
 def _canonical(arr: np.ndarray, sort: bool, layout: Layout) -> np.ndarray:
-    """The groups in one order: by first member (rows are disjoint, so a
-    scatter by first member sorts them in O(world))."""
-    if arr.shape[1] == 1:  # groups of one (disjoint): the set of ranks
-        if arr.shape[0] == layout.world_size:
-            return np.zeros(0, dtype=np.uint32)  # every rank alone
-        return np.sort(arr[:, 0]).astype(np.uint32)
-    arr = np.sort(arr, axis=1) if sort else np.asarray(arr)
-    if arr.shape[0] == 1:
-        return np.ascontiguousarray(arr, dtype=np.uint32)
-    first = arr[:, 0].astype(np.int64) - layout.rank_offset
-    slot = np.full(layout.world_size, -1, dtype=np.int64)
-    slot[first] = np.arange(len(arr))
-    return np.ascontiguousarray(arr[slot[slot >= 0]], dtype=np.uint32)
+    """The groups in one order: members ascending if ``sort``, groups by
+    first member (rows are disjoint, so a scatter by first member sorts
+    them in O(world)); checks first, as rank-layout's arrays are mostly in
+    that order already."""
+    if sort and arr.shape[1] > 1 and not bool(np.all(arr[:, 1:] > arr[:, :-1])):
+        arr = np.sort(arr, axis=1)
+    if arr.shape[0] > 1 and not bool(np.all(arr[1:, 0] > arr[:-1, 0])):
+        first = arr[:, 0].astype(np.int64) - layout.rank_offset
+        slot = np.full(layout.world_size, -1, dtype=np.int64)
+        slot[first] = np.arange(len(arr))
+        arr = arr[slot[slot >= 0]]
+    return arr
 
 
 def _new_group(members: list[int], spec: GroupSpec, desc: str, timeout: Any, local: bool) -> Any:
