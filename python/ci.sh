@@ -6,9 +6,13 @@
 # "${XDG_CACHE_HOME:-$HOME/.cache}/rank-layout/venv" (override: RANK_LAYOUT_VENV):
 # created when absent, reused when present. What it lacks among maturin,
 # pytest, numpy and torch is installed from PyPI (torch and its CUDA wheels
-# are several GB: a fresh machine downloads them once). Needs Rust, Python
-# >= 3.9 with pip (PYTHON, default python3), and network access for the
-# first run. Exits non-zero on any failure; prints the time of each step.
+# are several GB: a fresh machine downloads them once), and megatron-core
+# 0.16.1 with einops (its hierarchical groups need it) for the tests of
+# rank_layout.torch.megatron against the real package. Needs Rust, Python
+# >= 3.10 with pip (PYTHON, default python3; megatron-core needs 3.10), and
+# network access for the first run. The tests run with CI=true (unless CI
+# is set), so a megatron-core that cannot be imported fails them instead of
+# skipping them. Exits non-zero on any failure; prints the time of each step.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -69,19 +73,42 @@ install_tools() {
   maturin --version
 }
 
+# The release rank_layout.torch.megatron follows, and what its
+# parallel_state needs beyond torch (einops: hierarchical groups).
+MEGATRON_CORE=0.16.1
+install_megatron_core() {
+  if "$PY" - "$MEGATRON_CORE" <<'PYEOF'
+import importlib.metadata as m, importlib.util, sys
+try:
+    ok = m.version("megatron-core") == sys.argv[1] and importlib.util.find_spec("einops") is not None
+except m.PackageNotFoundError:
+    ok = False
+sys.exit(0 if ok else 1)
+PYEOF
+  then
+    echo "reusing megatron-core $MEGATRON_CORE"
+  else
+    echo "installing from PyPI: megatron-core==$MEGATRON_CORE einops"
+    "$PY" -m pip install --quiet "megatron-core==$MEGATRON_CORE" einops
+  fi
+  "$PY" -W ignore -c "import megatron.core, einops; from megatron.core import parallel_state; print('megatron-core', megatron.core.__version__, '| einops', einops.__version__)"
+}
+
 # --no-build-isolation: build with the venv's maturin rather than download
 # one into a throw-away environment on every run. A release build.
 build() {
   "$PY" -m pip install --quiet --no-build-isolation ./python
 }
 
+# CI=true: the megatron-core tests fail, rather than skip, without it.
 run_tests() {
-  "$PY" -m pytest -p no:cacheprovider -q python/tests
+  CI="${CI:-true}" "$PY" -m pytest -p no:cacheprovider -q -rs python/tests
 }
 
 start=$SECONDS
 step "virtual environment" make_venv
 step "maturin, pytest, numpy, torch (installed when missing)" install_tools
+step "megatron-core $MEGATRON_CORE, einops (installed when missing)" install_megatron_core
 step "pip install ./python" build
 step "pytest python/tests" run_tests
 echo "== python: all passed in $((SECONDS - start)) s"

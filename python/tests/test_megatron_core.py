@@ -1,0 +1,66 @@
+"""rank_layout.torch.megatron.initialize_model_parallel against the real
+megatron-core, on real gloo process groups: 8 and 16 spawned processes over
+loopback, a deadline failing a hang.
+
+For each layout, Megatron-Core's own initialize_model_parallel, then the
+drop-in's, in the same processes: every getter of parallel_state (listed
+from the module, called with every combination of its flags), every global
+of the module, and the getters of the returned ParallelState must answer
+the same on every process (groups compared by their ranks, the rank's place
+and size, and backend); an all-reduce on each group rank-layout made;
+Megatron-Core's destroy_model_parallel after it. Then the refusals: each a
+LayoutError on every rank, with no group made."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import megatron_core_worker as mcw
+
+parallel_state = mcw.require_megatron()
+
+EIGHT = {
+    "tp2_pp2_cp2": dict(tensor_model_parallel_size=2, pipeline_model_parallel_size=2, context_parallel_size=2),
+    "tp2_ep4_etp1": dict(tensor_model_parallel_size=2, expert_model_parallel_size=4, expert_tensor_parallel_size=1),
+    "hierarchical_cp": dict(context_parallel_size=4, hierarchical_context_parallel_sizes=[2, 2]),
+    "dist_opt_ep2": dict(expert_model_parallel_size=2, num_distributed_optimizer_instances=2),
+    "order_tp_pp_dp": dict(tensor_model_parallel_size=2, pipeline_model_parallel_size=2, order="tp-cp-ep-pp-dp"),
+    "vpp_all_gather_no_gloo": dict(pipeline_model_parallel_size=4, virtual_pipeline_model_parallel_size=2,
+                                   create_all_gather_group=True, create_gloo_process_groups=False),
+}
+SIXTEEN = {
+    "tp2_pp2_cp2_ep2_etp1_dist_opt": dict(
+        tensor_model_parallel_size=2, pipeline_model_parallel_size=2, context_parallel_size=2,
+        expert_model_parallel_size=2, expert_tensor_parallel_size=1, num_distributed_optimizer_instances=2),
+    "tp2_pp2_hierarchical_cp": dict(tensor_model_parallel_size=2, pipeline_model_parallel_size=2,
+                                    context_parallel_size=4, hierarchical_context_parallel_sizes=[2, 2]),
+    "tp2_pp4_order_pp_dp": dict(tensor_model_parallel_size=2, pipeline_model_parallel_size=4, order="tp-cp-ep-pp-dp"),
+    "hybrid_cp": dict(context_parallel_size=2, hybrid_context_parallel=True),
+}
+
+
+def check(results: list[dict[str, Any]], layouts: dict[str, dict]) -> None:
+    for r in results:
+        for name in layouts:
+            got = r["results"][name]
+            assert not got["diffs"], f"rank {r['rank']} {name}:\n" + "\n".join(got["diffs"][:20])
+            assert got["calls"] > 100 and got["all_reduced"] > 0
+    for name in layouts:
+        made = {tuple(r["results"][name]["new_group_calls"]) for r in results}
+        print(name, "new_group calls per rank (megatron-core, rank-layout):", sorted(made))
+
+
+def test_megatron_core_8_processes(tmp_path: Path) -> None:
+    jobs = [(name, "compare", {"args": args}) for name, args in EIGHT.items()] + [("bad", "bad", {})]
+    results = mcw.spawn(8, jobs, tmp_path, deadline_s=600)
+    check(results, EIGHT)
+    assert {len(r["results"]["bad"]["refused"]) for r in results} == {12}
+
+
+def test_megatron_core_16_processes(tmp_path: Path) -> None:
+    jobs = [(name, "compare", {"args": args}) for name, args in SIXTEEN.items()]
+    results = mcw.spawn(16, jobs, tmp_path, deadline_s=900)
+    check(results, SIXTEEN)
