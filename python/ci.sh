@@ -7,7 +7,9 @@
 # created when absent, reused when present. What it lacks among maturin,
 # pytest, numpy and torch is installed from PyPI (torch and its CUDA wheels
 # are several GB: a fresh machine downloads them once), and megatron-core
-# 0.16.1 with einops (its hierarchical groups need it) for the tests of
+# 0.16.1 with einops (its hierarchical groups need it) and torchtitan 0.3.0
+# (without its training dependencies: ParallelDims needs spmd_types and
+# tyro) for the tests of rank_layout.Mesh against the real code and of
 # rank_layout.torch.megatron against the real package. Needs Rust, Python
 # >= 3.10 with pip (PYTHON, default python3; megatron-core needs 3.10), and
 # network access for the first run. The tests run with CI=true (unless CI
@@ -94,6 +96,23 @@ PYEOF
   "$PY" -W ignore -c "import megatron.core, einops; from megatron.core import parallel_state; print('megatron-core', megatron.core.__version__, '| einops', einops.__version__)"
 }
 
+# torchtitan's ParallelDims, for rank_layout.Mesh's reference tests. Its
+# declared dependencies (wandb, datasets, tensorboard, ...) are for
+# training; ParallelDims imports only spmd_types and tyro, so those are
+# installed and the rest is not (pip check would list them).
+TORCHTITAN=0.3.0
+install_torchtitan() {
+  if "$PY" -c "import importlib.metadata as m, sys; sys.exit(m.version('torchtitan') != '$TORCHTITAN')" 2>/dev/null \
+    && "$PY" -c "import spmd_types, tyro" 2>/dev/null; then
+    echo "reusing torchtitan $TORCHTITAN"
+  else
+    echo "installing from PyPI: torchtitan==$TORCHTITAN (no dependencies) spmd_types==0.2.3 tyro"
+    "$PY" -m pip install --quiet --no-deps "torchtitan==$TORCHTITAN" "spmd_types==0.2.3"
+    "$PY" -m pip install --quiet tyro
+  fi
+  "$PY" -W ignore -c "from torchtitan.distributed.parallel_dims import ParallelDims; import torchtitan; print('torchtitan', '$TORCHTITAN', 'ParallelDims ok')"
+}
+
 # --no-build-isolation: build with the venv's maturin rather than download
 # one into a throw-away environment on every run. A release build.
 build() {
@@ -109,6 +128,7 @@ start=$SECONDS
 step "virtual environment" make_venv
 step "maturin, pytest, numpy, torch (installed when missing)" install_tools
 step "megatron-core $MEGATRON_CORE, einops (installed when missing)" install_megatron_core
+step "torchtitan $TORCHTITAN (installed when missing)" install_torchtitan
 step "pip install ./python" build
 step "pytest python/tests" run_tests
 echo "== python: all passed in $((SECONDS - start)) s"
