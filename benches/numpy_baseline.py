@@ -10,6 +10,8 @@ against Megatron-LM's documented ordering. Not part of CI; run it with
 numpy installed:
 
     python3 benches/numpy_baseline.py
+
+It also does the same for the 6-dim mesh of `mesh/fill-up-to-3-dims`.
 """
 
 import time
@@ -96,5 +98,53 @@ def main():
     print(f"numpy arange of the same length into the buffer: {seq * 1e3:.2f} ms")
 
 
+# The mesh benchmark of `cargo bench` (`mesh/fill-up-to-3-dims/1048576`):
+# dims tp=16, cp=8, ep=8, dp=8, pp=8, x=16, first fastest, and every dim set
+# of up to three dims, filled one after the other into one buffer.
+MESH = [("tp", 16), ("cp", 8), ("ep", 8), ("dp", 8), ("pp", 8), ("x", 16)]
+
+
+def mesh_sets():
+    names = [n for n, _ in MESH]
+    return [
+        {names[i] for i in range(len(names)) if bits & (1 << i)}
+        for bits in range(1, 1 << len(names))
+        if bin(bits).count("1") <= 3
+    ]
+
+
+def mesh_fill_all(buf, ranks, sets):
+    """Every dim set's groups into `buf` (members in mesh order, groups by first member)."""
+    axes = [n for n, _ in reversed(MESH)]  # C order: last axis fastest
+    at = 0
+    for chosen in sets:
+        outer = [i for i, a in enumerate(axes) if a not in chosen]
+        inner = [i for i, a in enumerate(axes) if a in chosen]
+        n = ranks.size
+        buf[at : at + n] = ranks.transpose(outer + inner).reshape(-1)
+        at += n
+    return at
+
+
+def mesh_main():
+    world = int(np.prod([s for _, s in MESH]))
+    ranks = np.arange(world, dtype=np.uint32).reshape([s for _, s in reversed(MESH)])
+    sets = mesh_sets()
+    assert len(sets) == 41
+    buf = np.zeros(world * len(sets), dtype=np.uint32)
+    best = float("inf")
+    for _ in range(5):
+        start = time.perf_counter()
+        assert mesh_fill_all(buf, ranks, sets) == buf.size
+        best = min(best, time.perf_counter() - start)
+    # The first set is tp: its groups are 0..world in order.
+    assert buf[world - 1] == world - 1
+    print(
+        f"numpy {np.__version__}: a 6-dim mesh of {world} ranks, its 41 dim sets of up to 3 dims "
+        f"({buf.size:,} members) into one buffer: {best * 1e3:.2f} ms (best of 5)"
+    )
+
+
 if __name__ == "__main__":
     main()
+    mesh_main()
