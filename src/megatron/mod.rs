@@ -23,9 +23,10 @@
 //! | `is_pipeline_first_stage()` / `is_pipeline_last_stage()` | [`Layout::is_first_stage`](crate::Layout::is_first_stage) / [`Layout::is_last_stage`](crate::Layout::is_last_stage) |
 //! | `is_rank_in_embedding_group()` | [`Layout::is_embedding_rank`](crate::Layout::is_embedding_rank) |
 //! | `torch.distributed.new_group(ranks)` on every rank, for every group of every kind | [`Layout::splits`](crate::Layout::splits): this rank's color and key for every kind, O(axes) each; with the `mpi` feature `Layout::communicators` builds the communicators with one `MPI_Comm_split` per kind and round |
-//! | `DeviceMesh(mesh).get_coordinate()` | [`Layout::placement`](crate::Layout::placement) (O(axes), no mesh scan) |
+//! | `DeviceMesh(mesh).get_coordinate()` | [`Layout::placement`](crate::Layout::placement), [`Mesh::coord`](crate::Mesh::coord) (O(axes), no mesh scan) |
 //! | `mesh["tp"].mesh.tolist()` on one rank | `layout.memberships(rank, Kind::TP)?[0].group.to_vec()` |
 //! | `mesh.mesh.reshape(...)` for every group at once | [`Groups::fill`](crate::Groups::fill) or [`Groups::table`](crate::Groups::table) |
+//! | DeviceMesh, HyperCommGrid, torchtitan's `ParallelDims` | [`Mesh`](crate::Mesh), [`torchtitan_mesh`](crate::torchtitan_mesh): the table in [`semantics`](crate::semantics), section 8 |
 //!
 //! # Conventions
 //!
