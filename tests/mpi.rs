@@ -358,43 +358,32 @@ fn check_layout(world: &SimpleCommunicator, layout: &Layout) -> Result<(), Strin
     Ok(())
 }
 
+/// Whether `result` is `Ok` on every process of `world` (reporting this
+/// process's failure under `name`).
+fn everywhere(world: &SimpleCommunicator, name: &str, result: Result<(), String>) -> bool {
+    if let Err(e) = &result {
+        eprintln!("FAILED {name}, process {}: {e}", world.rank());
+    }
+    let mut all_ok = 0i32;
+    world.all_reduce_into(
+        &i32::from(result.is_ok()),
+        &mut all_ok,
+        SystemOperation::min(),
+    );
+    all_ok == 1
+}
+
 fn suite(world: &SimpleCommunicator) -> ExitCode {
-    let (mut passed, mut failed) = (0u32, 0u32);
+    let mut outcomes = Vec::new();
     for (name, config) in layouts(world.size() as u32) {
         let layout = Layout::new(&config).expect("a valid layout");
-        let result = check_layout(world, &layout);
-        if let Err(e) = &result {
-            eprintln!("FAILED {name}, process {}: {e}", world.rank());
-        }
-        let mut all_ok = 0i32;
-        world.all_reduce_into(
-            &i32::from(result.is_ok()),
-            &mut all_ok,
-            SystemOperation::min(),
-        );
-        if all_ok == 1 {
-            passed += 1;
-        } else {
-            failed += 1;
-        }
+        outcomes.push(everywhere(world, name, check_layout(world, &layout)));
     }
     for (name, mesh) in meshes(world.size() as u32) {
-        let result = check_mesh(world, &mesh);
-        if let Err(e) = &result {
-            eprintln!("FAILED {name}, process {}: {e}", world.rank());
-        }
-        let mut all_ok = 0i32;
-        world.all_reduce_into(
-            &i32::from(result.is_ok()),
-            &mut all_ok,
-            SystemOperation::min(),
-        );
-        if all_ok == 1 {
-            passed += 1;
-        } else {
-            failed += 1;
-        }
+        outcomes.push(everywhere(world, name, check_mesh(world, &mesh)));
     }
+    let passed = outcomes.iter().filter(|ok| **ok).count();
+    let failed = outcomes.len() - passed;
     if world.rank() == 0 {
         println!("suite: {passed} passed, {failed} failed");
     }
