@@ -7,6 +7,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use rank_layout::{Config, ExpertLayout, Layout, Order};
 use serde::Serialize;
 
+use crate::megatron::MegatronFlags;
+
 /// Process-group rank layouts of distributed training (Megatron-LM
 /// ordering): print the groups, one rank's view, and check, rank, describe
 /// or draw a layout on a machine of nodes and domains before launching it.
@@ -127,19 +129,19 @@ pub enum Command {
 #[derive(Debug, Args, Serialize)]
 pub struct SetupArgs {
     /// Tensor-parallel size (default 1).
-    #[arg(long, value_name = "N", visible_alias = "tensor-model-parallel-size", value_parser = whole_u32, allow_negative_numbers = true)]
+    #[arg(long, value_name = "N", value_parser = whole_u32, allow_negative_numbers = true)]
     pub tp: Option<u32>,
     /// Context-parallel size (default 1).
-    #[arg(long, value_name = "N", visible_alias = "context-parallel-size", value_parser = whole_u32, allow_negative_numbers = true)]
+    #[arg(long, value_name = "N", value_parser = whole_u32, allow_negative_numbers = true)]
     pub cp: Option<u32>,
     /// Expert-parallel size (default 1).
-    #[arg(long, value_name = "N", visible_alias = "expert-model-parallel-size", value_parser = whole_u32, allow_negative_numbers = true)]
+    #[arg(long, value_name = "N", value_parser = whole_u32, allow_negative_numbers = true)]
     pub ep: Option<u32>,
     /// Data-parallel size (default: derived from --world-size, else 1).
     #[arg(long, value_name = "N", value_parser = whole_u32, allow_negative_numbers = true)]
     pub dp: Option<u32>,
     /// Pipeline-parallel size (default 1).
-    #[arg(long, value_name = "N", visible_alias = "pipeline-model-parallel-size", value_parser = whole_u32, allow_negative_numbers = true)]
+    #[arg(long, value_name = "N", value_parser = whole_u32, allow_negative_numbers = true)]
     pub pp: Option<u32>,
     /// World size: derives dp, or is checked against it.
     #[arg(long, value_name = "N", value_parser = whole_u32, allow_negative_numbers = true)]
@@ -154,7 +156,6 @@ pub struct SetupArgs {
     #[arg(
         long,
         value_name = "N",
-        visible_alias = "encoder-tensor-model-parallel-size",
         value_parser = whole_u32,
         allow_negative_numbers = true
     )]
@@ -163,7 +164,6 @@ pub struct SetupArgs {
     #[arg(
         long,
         value_name = "N",
-        visible_alias = "encoder-pipeline-model-parallel-size",
         value_parser = whole_u32,
         allow_negative_numbers = true
     )]
@@ -172,7 +172,7 @@ pub struct SetupArgs {
     #[arg(long, value_name = "LAYOUT")]
     pub expert_layout: Option<ExpertLayout>,
     /// Expert tensor-parallel size (folded; default tp).
-    #[arg(long, value_name = "N", visible_alias = "expert-tensor-parallel-size", value_parser = whole_u32, allow_negative_numbers = true)]
+    #[arg(long, value_name = "N", value_parser = whole_u32, allow_negative_numbers = true)]
     pub etp: Option<u32>,
     /// Hierarchical context-parallel sizes, innermost first: S0,S1,... (or
     /// Megatron-LM's space-separated S0 S1 ...).
@@ -181,8 +181,7 @@ pub struct SetupArgs {
         value_name = "S0,S1,...",
         num_args = 1..,
         value_parser = parse_levels,
-        allow_negative_numbers = true,
-        visible_alias = "hierarchical-context-parallel-sizes"
+        allow_negative_numbers = true
     )]
     #[serde(serialize_with = "flat_levels")]
     pub hierarchical_cp: Option<Vec<Vec<u32>>>,
@@ -190,7 +189,6 @@ pub struct SetupArgs {
     #[arg(
         long,
         value_name = "N",
-        visible_alias = "num-distributed-optimizer-instances",
         value_parser = whole_u32,
         allow_negative_numbers = true
     )]
@@ -203,10 +201,21 @@ pub struct SetupArgs {
     #[arg(long, value_name = "M", help_heading = "Machine", value_parser = whole_u32, allow_negative_numbers = true)]
     pub nodes_per_domain: Option<u32>,
     /// A JSON or TOML file with the same keys (snake_case: tp, world_size,
-    /// gpus_per_node, ...); flags override it.
+    /// gpus_per_node, mesh, views, ...; Megatron-LM's names too:
+    /// tensor_model_parallel_size, ...); flags override it.
     #[arg(long, value_name = "FILE")]
     #[serde(skip)]
     pub config: Option<PathBuf>,
+    /// A whole Megatron-LM command line (quoted): its parallelism
+    /// arguments are used (listed on stderr), the others ignored; the
+    /// flags override it.
+    #[arg(long, value_name = "COMMAND LINE", allow_hyphen_values = true)]
+    #[serde(skip)]
+    pub megatron_args: Option<String>,
+    /// The Megatron-LM arguments given as flags, named by the library's table.
+    #[command(flatten)]
+    #[serde(skip)]
+    pub megatron: MegatronFlags,
 }
 
 /// Output format of the reports.
@@ -262,7 +271,7 @@ fn whole(value: &str, min: u64, max: u64) -> Result<u64, String> {
 }
 
 /// A size, a rank or a count of a `u32` flag.
-fn whole_u32(value: &str) -> Result<u32, String> {
+pub(crate) fn whole_u32(value: &str) -> Result<u32, String> {
     whole(value, 0, u64::from(u32::MAX)).map(|n| n as u32)
 }
 
@@ -278,7 +287,7 @@ fn at_least_one(value: &str) -> Result<u32, String> {
 }
 
 /// Parses one `--hierarchical-cp` value: sizes separated by commas.
-fn parse_levels(value: &str) -> Result<Vec<u32>, String> {
+pub(crate) fn parse_levels(value: &str) -> Result<Vec<u32>, String> {
     value
         .split(',')
         .map(whole_u32)

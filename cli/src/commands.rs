@@ -3,8 +3,9 @@
 
 use std::io::{self, BufWriter, Write};
 
-use crate::args::{Cli, Command, Picture};
+use crate::args::{Cli, Command, Picture, SetupArgs};
 use crate::check::CheckReport;
+use crate::config::Setup;
 use crate::describe::DescribeReport;
 use crate::error::{Failure, build_layout};
 use crate::render;
@@ -21,11 +22,27 @@ pub enum Outcome {
     StrictFailed(String),
 }
 
+/// The setup of the flags and the file; its notes (the Megatron-LM
+/// arguments used) go to stderr.
+fn load(args: &SetupArgs) -> Result<Setup, Failure> {
+    let setup = args.setup()?;
+    if let Some(mesh) = &setup.mesh {
+        return Err(Failure::Message(format!(
+            "{}: meshes are not read by the commands yet",
+            mesh.origin
+        )));
+    }
+    for note in &setup.notes {
+        eprintln!("{note}");
+    }
+    Ok(setup)
+}
+
 /// Runs the command.
 pub fn run(cli: &Cli) -> Result<Outcome, Failure> {
     match &cli.command {
         Command::Groups { setup, output } => {
-            let layout = build_layout(&setup.setup()?.config)?;
+            let layout = build_layout(&load(setup)?.config)?;
             let kinds = kinds_or_all(&layout, &parse_kinds(&output.kinds)?)?;
             emit(
                 &GroupsReport::new(&layout, kinds, output.full),
@@ -37,7 +54,7 @@ pub fn run(cli: &Cli) -> Result<Outcome, Failure> {
             setup,
             output,
         } => {
-            let setup = setup.setup()?;
+            let setup = load(setup)?;
             let layout = build_layout(&setup.config)?;
             let kinds = kinds_or_all(&layout, &parse_kinds(&output.kinds)?)?;
             let report = RankReport::new(&layout, *rank, &kinds, setup.topology, output.full)?;
@@ -50,7 +67,7 @@ pub fn run(cli: &Cli) -> Result<Outcome, Failure> {
             require,
             strict,
         } => {
-            let setup = setup.setup()?;
+            let setup = load(setup)?;
             let layout = build_layout(&setup.config)?;
             let report = CheckReport::new(
                 &layout,
@@ -73,7 +90,7 @@ pub fn run(cli: &Cli) -> Result<Outcome, Failure> {
             top,
             format,
         } => {
-            let setup = setup.setup()?;
+            let setup = load(setup)?;
             let layout = build_layout(&setup.config)?;
             let report = SuggestReport::new(
                 &layout,
@@ -84,7 +101,7 @@ pub fn run(cli: &Cli) -> Result<Outcome, Failure> {
             emit(&report, *format)?;
         }
         Command::Describe { setup, format } => {
-            let setup = setup.setup()?;
+            let setup = load(setup)?;
             let layout = build_layout(&setup.config)?;
             emit(
                 &DescribeReport::new(&layout, &setup.config, setup.topology),
@@ -97,7 +114,7 @@ pub fn run(cli: &Cli) -> Result<Outcome, Failure> {
             format,
             max_ranks,
         } => {
-            let setup = setup.setup()?;
+            let setup = load(setup)?;
             let layout = build_layout(&setup.config)?;
             let kinds = parse_kinds(kinds)?;
             let picture = render::Picture::new(&layout, setup.topology, &kinds, *max_ranks)?;

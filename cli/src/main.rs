@@ -2,7 +2,8 @@
 //! launching it.
 //!
 //! A thin consumer of the library: [`args`] parses the command line,
-//! [`config`] merges the flags over a configuration file in one place,
+//! [`config`] merges the flags over a configuration file in one place
+//! ([`megatron`] reads Megatron-LM's arguments through the library's table),
 //! [`commands`] runs the subcommand (each has its module), and `main` maps
 //! the outcome to an exit status: 0 on success (and on a closed output
 //! pipe), 1 when `check --strict` fails, 2 for bad input with the error on
@@ -32,6 +33,7 @@ mod config;
 mod describe;
 mod error;
 mod format;
+mod megatron;
 mod ranking;
 mod render;
 mod report;
