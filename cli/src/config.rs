@@ -12,7 +12,8 @@
 //! over the one before: the file, `--megatron-args` with the Megatron-LM
 //! flags, our flags. Within one layer (the file, or the flags), a key and
 //! a Megatron-LM name that give different layouts are an error naming both.
-//! Every key remembers where it came from, for the messages.
+//! A mesh given by the flags replaces the file's mesh with its views and
+//! flattens. Every key remembers where it came from, for the messages.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -200,44 +201,10 @@ impl SetupArgs {
     /// [`Failure::Input`] for a Megatron-LM argument out of range or a
     /// machine size of 0.
     pub fn setup(&self) -> Result<Setup, Failure> {
-        let mut keys = Keys::default();
-        if let Some(path) = &self.config {
-            let file = read_file(path)?;
-            // Within the file, keys are named plainly (the error names the
-            // file); over the flags, with the file.
-            let mut short = Keys::default();
-            let mut named = MegatronArgs::new();
-            let mut named_values: HashMap<&'static str, Value> = HashMap::new();
-            for (key, value) in file {
-                if megatron::is_megatron_key(&key) {
-                    let v = megatron::value_of(&value);
-                    named.set(&key, v).map_err(|e| file_error(path, e))?;
-                    named_values.insert(arg_name(&key), value);
-                } else {
-                    let origin = Origin::Flags(format!("{key} = {value}"));
-                    short.set(&key, Some(value), origin);
-                }
-            }
-            let plain_label = |a: &MegatronArg, _: &MegatronValue| {
-                named_values
-                    .get(a.name)
-                    .map(|v| format!("{} = {v}", a.name))
-                    .unwrap_or_default()
-            };
-            conflicts(&short, &named, &plain_label).map_err(|e| file_error(path, e))?;
-            for (key, value) in &short.values {
-                keys.set(key, Some(value.clone()), file_origin(path, key, value));
-            }
-            let label = |a: &MegatronArg, _: &MegatronValue| {
-                named_values
-                    .get(a.name)
-                    .map(|v| file_origin(path, a.name, v).to_string())
-                    .unwrap_or_default()
-            };
-            apply(&mut keys, &named, &label).map_err(|e| file_error(path, e))?;
-            // Read the file alone first, so its mistakes name it.
-            read(keys.values.clone()).map_err(|e| file_error(path, e))?;
-        }
+        let mut keys = match &self.config {
+            Some(path) => file_keys(path)?,
+            None => Keys::default(),
+        };
 
         let mut short = Keys::default();
         for (key, value) in self.flags()? {
@@ -272,6 +239,13 @@ impl SetupArgs {
             }
         };
         apply(&mut keys, &args, &label).map_err(Failure::Message)?;
+        // A mesh given by the flags replaces the file's, views and
+        // flattens included (they belong to the mesh they were written for).
+        if short.values.contains_key("mesh") || short.values.contains_key("device_mesh") {
+            for key in MESH_KEYS {
+                keys.set(key, None, Origin::Flags(String::new()));
+            }
+        }
         for (key, value) in short.values {
             let origin = short
                 .origins
@@ -302,6 +276,53 @@ impl SetupArgs {
         };
         Ok(map.into_iter().filter(|(_, v)| !v.is_null()).collect())
     }
+}
+
+/// The keys of the configuration file at `path`, its Megatron-LM names
+/// turned into the keys they decide.
+///
+/// # Errors
+/// [`Failure::Message`] naming the file: it cannot be read or parsed, a
+/// key is unknown or of the wrong type, a key and a Megatron-LM name
+/// disagree.
+fn file_keys(path: &Path) -> Result<Keys, Failure> {
+    let file = read_file(path)?;
+    // Within the file, keys are named plainly (the error names the file);
+    // over the flags, with the file.
+    let mut short = Keys::default();
+    let mut named = MegatronArgs::new();
+    let mut named_values: HashMap<&'static str, Value> = HashMap::new();
+    for (key, value) in file {
+        if megatron::is_megatron_key(&key) {
+            let v = megatron::value_of(&value);
+            named.set(&key, v).map_err(|e| file_error(path, e))?;
+            named_values.insert(arg_name(&key), value);
+        } else {
+            let origin = Origin::Flags(format!("{key} = {value}"));
+            short.set(&key, Some(value), origin);
+        }
+    }
+    let plain_label = |a: &MegatronArg, _: &MegatronValue| {
+        named_values
+            .get(a.name)
+            .map(|v| format!("{} = {v}", a.name))
+            .unwrap_or_default()
+    };
+    conflicts(&short, &named, &plain_label).map_err(|e| file_error(path, e))?;
+    let mut keys = Keys::default();
+    for (key, value) in &short.values {
+        keys.set(key, Some(value.clone()), file_origin(path, key, value));
+    }
+    let label = |a: &MegatronArg, _: &MegatronValue| {
+        named_values
+            .get(a.name)
+            .map(|v| file_origin(path, a.name, v).to_string())
+            .unwrap_or_default()
+    };
+    apply(&mut keys, &named, &label).map_err(|e| file_error(path, e))?;
+    // Read the file alone first, so its mistakes name it.
+    read(keys.values.clone()).map_err(|e| file_error(path, e))?;
+    Ok(keys)
 }
 
 /// The table's name of the argument named `key` (a file's key).
@@ -452,7 +473,7 @@ fn mesh_input(keys: &Keys, mesh: MeshKeys, rank_offset: u32) -> Result<Option<Me
     });
     if let Some(layout_key) = layout_key {
         return Err(Failure::Message(format!(
-            "{} and {} cannot be given together: a mesh names its own dims (write {layout_key}'s size into the mesh, as tp=2)",
+            "{} and {} cannot be given together: a mesh names its own dims and sizes, so the layout's keys ({layout_key}, ...) do not apply to it (only rank_offset does)",
             keys.origin(key),
             keys.origin(layout_key)
         )));
@@ -654,6 +675,31 @@ fn toml_error(text: &str, e: &toml::de::Error) -> String {
 
 /// The merged keys read as a [`Config`], a [`Machine`] and [`MeshKeys`].
 fn read(keys: Map<String, Value>) -> Result<(Config, Machine, MeshKeys), String> {
+    // The mesh keys' types, checked here to name the key (serde does not).
+    for key in ["mesh", "device_mesh"] {
+        match keys.get(key) {
+            Some(v) if !v.is_string() => {
+                return Err(format!(
+                    "{key} = {v} is not a string (write {key} = \"tp=2,dp=4\")"
+                ));
+            }
+            _ => {}
+        }
+    }
+    for (key, example) in [("views", "expert:ep=4,edp=2"), ("flattens", "dp_cp=dp,cp")] {
+        match keys.get(key) {
+            Some(v)
+                if !v
+                    .as_array()
+                    .is_some_and(|items| items.iter().all(Value::is_string)) =>
+            {
+                return Err(format!(
+                    "{key} = {v} is not a list of strings (write {key} = [\"{example}\"])"
+                ));
+            }
+            _ => {}
+        }
+    }
     read_keys(keys).map_err(|e| {
         let message = e.to_string();
         if message.starts_with("unknown field") {
