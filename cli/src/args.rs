@@ -7,9 +7,12 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use rank_layout::{Config, ExpertLayout, Layout, Order};
 use serde::Serialize;
 
+use crate::megatron::MegatronFlags;
+
 /// Process-group rank layouts of distributed training (Megatron-LM
-/// ordering): print the groups, one rank's view, and check, rank, describe
-/// or draw a layout on a machine of nodes and domains before launching it.
+/// ordering) and named meshes (--mesh, DeviceMesh's --device-mesh): print
+/// the groups, one rank's view, and check, rank, describe or draw a layout
+/// on a machine of nodes and domains before launching it.
 #[derive(Debug, Parser)]
 #[command(name = "rank-layout", version, about, after_help = kinds_help())]
 pub struct Cli {
@@ -58,28 +61,33 @@ pub enum Command {
         /// The layout and the machine.
         #[command(flatten)]
         setup: SetupArgs,
-        /// A kind to check (repeatable); default: every kind of the layout.
+        /// A kind (a mesh's dim set) to check (repeatable); default: every
+        /// kind of the layout (every dim set of the mesh).
         #[arg(long = "kind", value_name = "KIND")]
         kinds: Vec<String>,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
         /// Kinds that must stay inside a node (replaces the default tp, cp,
-        /// ep, etp; hcp-0 instead of cp with hierarchical cp).
+        /// ep, etp; hcp-0 instead of cp with hierarchical cp; a mesh's dims
+        /// named tp, cp, ep, etp, in the mesh or a view).
         #[arg(long = "require-intra-node", value_name = "KIND", num_args = 1..)]
         require: Vec<String>,
         /// Exit with status 1 when a kind that must stay inside a node does not.
         #[arg(long)]
         strict: bool,
     },
-    /// Rank every order of the layout's axes by how well it keeps
-    /// bandwidth-hungry groups inside nodes and domains, best first.
+    /// Rank every order of the layout's axes (the mesh's dims) by how well
+    /// it keeps bandwidth-hungry groups inside nodes and domains, best
+    /// first.
     Suggest {
         /// The layout and the machine.
         #[command(flatten)]
         setup: SetupArgs,
         /// What matters most, most important first: tiers separated by ','
-        /// and kinds of one tier joined by '+' (default tp,cp+ep+etp,pp,dp).
+        /// and kinds of one tier joined by '+' (default tp,cp+ep+etp,pp,dp;
+        /// for a mesh its dim sets, default its dims so named, the others
+        /// last).
         #[arg(long, value_name = "TIERS")]
         priority: Option<String>,
         /// Print only the best N orders, N >= 1 (default: all).
@@ -106,7 +114,8 @@ pub enum Command {
         /// The layout and the machine.
         #[command(flatten)]
         setup: SetupArgs,
-        /// A kind to draw (repeatable; default tp, cp, pp, dp).
+        /// A kind to draw (repeatable; default tp, cp, pp, dp; a mesh's
+        /// every dim set).
         #[arg(long = "kind", value_name = "KIND")]
         kinds: Vec<String>,
         /// svg: the picture; html: the picture with a legend and a tooltip per cell.
@@ -127,19 +136,19 @@ pub enum Command {
 #[derive(Debug, Args, Serialize)]
 pub struct SetupArgs {
     /// Tensor-parallel size (default 1).
-    #[arg(long, value_name = "N", visible_alias = "tensor-model-parallel-size", value_parser = whole_u32, allow_negative_numbers = true)]
+    #[arg(long, value_name = "N", value_parser = whole_u32, allow_negative_numbers = true)]
     pub tp: Option<u32>,
     /// Context-parallel size (default 1).
-    #[arg(long, value_name = "N", visible_alias = "context-parallel-size", value_parser = whole_u32, allow_negative_numbers = true)]
+    #[arg(long, value_name = "N", value_parser = whole_u32, allow_negative_numbers = true)]
     pub cp: Option<u32>,
     /// Expert-parallel size (default 1).
-    #[arg(long, value_name = "N", visible_alias = "expert-model-parallel-size", value_parser = whole_u32, allow_negative_numbers = true)]
+    #[arg(long, value_name = "N", value_parser = whole_u32, allow_negative_numbers = true)]
     pub ep: Option<u32>,
     /// Data-parallel size (default: derived from --world-size, else 1).
     #[arg(long, value_name = "N", value_parser = whole_u32, allow_negative_numbers = true)]
     pub dp: Option<u32>,
     /// Pipeline-parallel size (default 1).
-    #[arg(long, value_name = "N", visible_alias = "pipeline-model-parallel-size", value_parser = whole_u32, allow_negative_numbers = true)]
+    #[arg(long, value_name = "N", value_parser = whole_u32, allow_negative_numbers = true)]
     pub pp: Option<u32>,
     /// World size: derives dp, or is checked against it.
     #[arg(long, value_name = "N", value_parser = whole_u32, allow_negative_numbers = true)]
@@ -147,14 +156,13 @@ pub struct SetupArgs {
     /// Axis order, first fastest (default tp-cp-ep-dp-pp).
     #[arg(long, value_name = "ORDER")]
     pub order: Option<Order>,
-    /// First rank (default 0).
+    /// First rank (default 0), of the layout or the mesh.
     #[arg(long, value_name = "N", value_parser = whole_u32, allow_negative_numbers = true)]
     pub rank_offset: Option<u32>,
     /// Encoder tensor-parallel size: makes an encoder + decoder layout.
     #[arg(
         long,
         value_name = "N",
-        visible_alias = "encoder-tensor-model-parallel-size",
         value_parser = whole_u32,
         allow_negative_numbers = true
     )]
@@ -163,7 +171,6 @@ pub struct SetupArgs {
     #[arg(
         long,
         value_name = "N",
-        visible_alias = "encoder-pipeline-model-parallel-size",
         value_parser = whole_u32,
         allow_negative_numbers = true
     )]
@@ -172,7 +179,7 @@ pub struct SetupArgs {
     #[arg(long, value_name = "LAYOUT")]
     pub expert_layout: Option<ExpertLayout>,
     /// Expert tensor-parallel size (folded; default tp).
-    #[arg(long, value_name = "N", visible_alias = "expert-tensor-parallel-size", value_parser = whole_u32, allow_negative_numbers = true)]
+    #[arg(long, value_name = "N", value_parser = whole_u32, allow_negative_numbers = true)]
     pub etp: Option<u32>,
     /// Hierarchical context-parallel sizes, innermost first: S0,S1,... (or
     /// Megatron-LM's space-separated S0 S1 ...).
@@ -181,8 +188,7 @@ pub struct SetupArgs {
         value_name = "S0,S1,...",
         num_args = 1..,
         value_parser = parse_levels,
-        allow_negative_numbers = true,
-        visible_alias = "hierarchical-context-parallel-sizes"
+        allow_negative_numbers = true
     )]
     #[serde(serialize_with = "flat_levels")]
     pub hierarchical_cp: Option<Vec<Vec<u32>>>,
@@ -190,7 +196,6 @@ pub struct SetupArgs {
     #[arg(
         long,
         value_name = "N",
-        visible_alias = "num-distributed-optimizer-instances",
         value_parser = whole_u32,
         allow_negative_numbers = true
     )]
@@ -202,11 +207,41 @@ pub struct SetupArgs {
     /// nodes of 4 GPUs: --gpus-per-node 4 --nodes-per-domain 18).
     #[arg(long, value_name = "M", help_heading = "Machine", value_parser = whole_u32, allow_negative_numbers = true)]
     pub nodes_per_domain: Option<u32>,
+    /// A named mesh instead of a layout, first dim fastest (Megatron's and
+    /// HyperCommGrid's order): tp=2,cp=2,dp=4.
+    #[arg(long, value_name = "DIMS", help_heading = "Mesh")]
+    pub mesh: Option<String>,
+    /// A named mesh in PyTorch DeviceMesh's order, the last dim fastest:
+    /// pp=2,dp=4,tp=2 (init_device_mesh's shape and mesh_dim_names).
+    #[arg(long, value_name = "DIMS", help_heading = "Mesh")]
+    pub device_mesh: Option<String>,
+    /// Another factorisation of the mesh's ranks (repeatable):
+    /// expert:etp=1,ep=4,edp=2,pp; a dim without a size (or named like
+    /// one of the mesh's) is the mesh's, and must enumerate the same ranks.
+    #[arg(long = "view", value_name = "NAME:DIMS", help_heading = "Mesh")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub views: Vec<String>,
+    /// A named dim set (repeatable): dp_cp=dp,cp (or name=view:dims), then
+    /// usable as --kind dp_cp.
+    #[arg(long = "flatten", value_name = "NAME=DIMS", help_heading = "Mesh")]
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub flattens: Vec<String>,
     /// A JSON or TOML file with the same keys (snake_case: tp, world_size,
-    /// gpus_per_node, ...); flags override it.
+    /// gpus_per_node, mesh, views, ...; Megatron-LM's names too:
+    /// tensor_model_parallel_size, ...); flags override it.
     #[arg(long, value_name = "FILE")]
     #[serde(skip)]
     pub config: Option<PathBuf>,
+    /// A whole Megatron-LM command line (quoted): its parallelism
+    /// arguments are used (listed on stderr), the others ignored; the
+    /// flags override it.
+    #[arg(long, value_name = "COMMAND LINE", allow_hyphen_values = true)]
+    #[serde(skip)]
+    pub megatron_args: Option<String>,
+    /// The Megatron-LM arguments given as flags, named by the library's table.
+    #[command(flatten)]
+    #[serde(skip)]
+    pub megatron: MegatronFlags,
 }
 
 /// Output format of the reports.
@@ -230,7 +265,8 @@ pub enum Picture {
 /// Kinds, format and length of a report.
 #[derive(Debug, Args)]
 pub struct OutputArgs {
-    /// A kind to print (repeatable); default: every kind of the layout.
+    /// A kind to print (repeatable), or a mesh's dim set; default: every
+    /// kind of the layout (every dim, view dim and flatten of the mesh).
     #[arg(long = "kind", value_name = "KIND")]
     pub kinds: Vec<String>,
     /// Output format.
@@ -262,7 +298,7 @@ fn whole(value: &str, min: u64, max: u64) -> Result<u64, String> {
 }
 
 /// A size, a rank or a count of a `u32` flag.
-fn whole_u32(value: &str) -> Result<u32, String> {
+pub(crate) fn whole_u32(value: &str) -> Result<u32, String> {
     whole(value, 0, u64::from(u32::MAX)).map(|n| n as u32)
 }
 
@@ -278,7 +314,7 @@ fn at_least_one(value: &str) -> Result<u32, String> {
 }
 
 /// Parses one `--hierarchical-cp` value: sizes separated by commas.
-fn parse_levels(value: &str) -> Result<Vec<u32>, String> {
+pub(crate) fn parse_levels(value: &str) -> Result<Vec<u32>, String> {
     value
         .split(',')
         .map(whole_u32)
@@ -320,7 +356,9 @@ pub fn kinds_help() -> String {
          with --hierarchical-cp S0,S1,...: hcp-0 hcp-1 ... (one per level)\n  \
          with --dist-opt-instances N > 1 (folded): dp-cp-intra edp-intra dp-cp-inter dist-opt-instance\n  \
          (dp-cp-intra dp-cp-inter with an encoder)\n  \
-         and any set of the layout's axes joined by '-' (tp-cp-pp; cp-dp is dp-cp)",
+         and any set of the layout's axes joined by '-' (tp-cp-pp; cp-dp is dp-cp)\n  \
+         with --mesh or --device-mesh: any set of its dims joined by '-' (cp-dp),\n  \
+         a view's dims after its name (expert:ep), a flatten's name (dp_cp)",
         names(Config::default()),
         names(nested),
         names(encoder)

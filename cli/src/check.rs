@@ -5,33 +5,33 @@
 
 use std::fmt;
 
-use rank_layout::{Axis, Kind, Layout, Spread, Topology};
+use rank_layout::{Spread, Topology};
 use serde::Serialize;
 use serde::ser::SerializeMap;
 
 use crate::error::Failure;
-use crate::format::{count, experts, thousands};
+use crate::format::{count, thousands};
 use crate::ranking::{Priority, Ranking, rank_orders};
-use crate::report::{Entries, kinds_or_all};
-use crate::spread::{
-    KindSpread, SpreadOut, SpreadTable, critical_kinds, machine_line, spreads, traffic,
-};
+use crate::report::Entries;
+use crate::report::mesh::MeshOut;
+use crate::spread::{KindSpread, SpreadOut, SpreadTable, machine_line, spreads, traffic};
+use crate::target::{DimSet, Target};
 
-/// The check of a layout on a machine.
+/// The check of a layout (or mesh) on a machine.
 #[derive(Debug, Clone)]
 pub struct CheckReport {
     /// The machine in words.
     machine: String,
-    /// The layout's order.
-    order: String,
-    /// The layout's experts, in words.
-    experts: &'static str,
+    /// The layout's order and experts, or the mesh, in words.
+    title: String,
+    /// The mesh's JSON description, for a mesh.
+    mesh: Option<MeshOut>,
     /// The kinds of the table.
     rows: Vec<KindSpread>,
     /// The kinds that must stay inside a node.
-    required: Vec<Kind>,
+    required: Vec<DimSet>,
     /// Those of them that do not.
-    failed: Vec<Kind>,
+    failed: Vec<DimSet>,
     /// Plain-word warnings, each with a fix.
     warnings: Vec<String>,
     /// Warnings about the machine: a last node or domain the layout only
@@ -40,57 +40,60 @@ pub struct CheckReport {
 }
 
 impl CheckReport {
-    /// Checks `kinds` of `layout` on `topology` (every kind when empty),
+    /// Checks `kinds` of `target` on `topology` (every kind when empty),
     /// warning about `required` kinds (the default tp, cp, ep, etp when
     /// empty) that leave a node or a domain.
     ///
     /// # Errors
-    /// [`Failure::Input`] for a kind `layout` does not have.
+    /// [`Failure::Input`] for a kind `target` does not have.
     pub fn new(
-        layout: &Layout,
+        target: &Target,
         topology: Topology,
-        kinds: &[Kind],
-        required: &[Kind],
+        kinds: &[DimSet],
+        required: &[DimSet],
     ) -> Result<CheckReport, Failure> {
-        let kinds = kinds_or_all(layout, kinds)?;
-        let rows = spreads(layout, &kinds, &topology)?;
+        let kinds = target.sets_or_all(kinds)?;
+        let rows = spreads(target, &kinds, &topology)?;
         let required = if required.is_empty() {
-            critical_kinds(layout)
+            target.critical()
         } else {
             required.to_vec()
         };
         let mut advisor = Advisor {
-            layout,
+            target,
             topology,
             ranking: None,
         };
         let mut warnings = Vec::new();
         let mut failed = Vec::new();
         for kind in &required {
-            let spread = layout.spread(*kind, &topology)?;
+            let spread = target.spread(kind, &topology)?;
             if spread.cross_node_groups > 0 {
-                failed.push(*kind);
-                warnings.push(advisor.node_warning(*kind, spread)?);
+                failed.push(kind.clone());
+                warnings.push(advisor.node_warning(kind, spread)?);
             }
             if spread.cross_domain_groups.is_some_and(|c| c > 0) {
-                warnings.push(advisor.domain_warning(*kind, spread)?);
+                warnings.push(advisor.domain_warning(kind, spread)?);
             }
         }
         Ok(CheckReport {
-            machine: machine_line(layout, &topology),
-            order: layout.config().order.to_string(),
-            experts: experts(layout.config().expert_layout),
+            machine: machine_line(target, &topology),
+            title: target.title(),
+            mesh: match target {
+                Target::Mesh(m) => Some(MeshOut::new(m)),
+                Target::Layout { .. } => None,
+            },
             rows,
             required,
             failed,
             warnings,
-            machine_warnings: partly_filled(layout, &topology),
+            machine_warnings: partly_filled(target, &topology),
         })
     }
 
     /// The kinds that must stay inside a node and do not (`--strict` fails
     /// when there is one).
-    pub fn failed(&self) -> &[Kind] {
+    pub fn failed(&self) -> &[DimSet] {
         &self.failed
     }
 }
@@ -98,9 +101,10 @@ impl CheckReport {
 /// The warnings about a last node, and a last domain, that the layout's
 /// ranks only partly fill: its last rank (`rank_offset + world_size - 1`)
 /// is not the last GPU of its node (domain).
-fn partly_filled(layout: &Layout, topology: &Topology) -> Vec<String> {
-    let first = u64::from(layout.rank_offset());
-    let end = layout.rank_end();
+fn partly_filled(target: &Target, topology: &Topology) -> Vec<String> {
+    let whose = if target.is_mesh() { "mesh" } else { "layout" };
+    let first = u64::from(target.rank_offset());
+    let end = target.rank_end();
     let total = if first == 0 {
         format!("world_size {end}")
     } else {
@@ -115,7 +119,7 @@ fn partly_filled(layout: &Layout, topology: &Topology) -> Vec<String> {
         let node = (end - 1) / g;
         let used = end - first.max(node * g);
         out.push(format!(
-            "the last node, node {}, is partly used: the layout's ranks fill {} of its {g} GPUs ({total} is not a multiple of {g} GPUs per node)",
+            "the last node, node {}, is partly used: the {whose}'s ranks fill {} of its {g} GPUs ({total} is not a multiple of {g} GPUs per node)",
             thousands(node),
             used
         ));
@@ -127,7 +131,7 @@ fn partly_filled(layout: &Layout, topology: &Topology) -> Vec<String> {
             let start = first.max(domain * d);
             let nodes = (end - 1) / g - start / g + 1;
             out.push(format!(
-                "the last domain, domain {}, is partly used: the layout's ranks fill {} of its {m} nodes ({} of its {d} GPUs; {total} is not a multiple of {d} GPUs per domain)",
+                "the last domain, domain {}, is partly used: the {whose}'s ranks fill {} of its {m} nodes ({} of its {d} GPUs; {total} is not a multiple of {d} GPUs per domain)",
                 thousands(domain),
                 nodes,
                 end - start
@@ -140,7 +144,7 @@ fn partly_filled(layout: &Layout, topology: &Topology) -> Vec<String> {
 /// Finds fixes for the warnings: the ranking of orders is computed once,
 /// when the first warning needs it.
 struct Advisor<'a> {
-    layout: &'a Layout,
+    target: &'a Target,
     topology: Topology,
     ranking: Option<Ranking>,
 }
@@ -156,7 +160,7 @@ fn span(most: u32, unit: &str, units: &str) -> String {
 }
 
 /// `"tp groups"` or `"8 of 16 tp groups"`.
-fn which(kind: Kind, crossing: u32, groups: u32) -> String {
+fn which(kind: &DimSet, crossing: u32, groups: u32) -> String {
     if crossing == groups {
         format!("{kind} groups")
     } else {
@@ -164,20 +168,13 @@ fn which(kind: Kind, crossing: u32, groups: u32) -> String {
     }
 }
 
-/// The one axis of a single-axis kind (`tp`, `cp`, `ep`, `etp`, ...).
-fn single_axis(kind: Kind) -> Option<Axis> {
-    let mut axes = kind.axis_set()?.iter();
-    let first = axes.next()?;
-    axes.next().is_none().then_some(first)
-}
-
-/// A size that keeps a single-axis `kind`'s groups inside `unit` ranks:
-/// with its members `stride` apart (read from the first group), at most
-/// `unit / stride` members fit; `use tp <= 8`, or `make tp a divisor of 8`
-/// when the size fits but straddles.
-fn size_fix(layout: &Layout, kind: Kind, size: usize, unit: u32) -> Option<String> {
-    single_axis(kind)?;
-    let group = layout.groups(kind).ok()?.next()?;
+/// A size that keeps a single-axis (single-dim) `kind`'s groups inside
+/// `unit` ranks: with its members `stride` apart (read from the first
+/// group), at most `unit / stride` members fit; `use tp <= 8`, or `make tp
+/// a divisor of 8` when the size fits but straddles.
+fn size_fix(target: &Target, kind: &DimSet, size: usize, unit: u32) -> Option<String> {
+    target.single_dim(kind)?;
+    let group = target.groups(kind).ok()?.next()?;
     let stride = group.get(1)?.checked_sub(group.first()?)?;
     if stride == 0 || stride > unit || unit % stride != 0 {
         return None;
@@ -195,14 +192,13 @@ fn size_fix(layout: &Layout, kind: Kind, size: usize, unit: u32) -> Option<Strin
 
 impl Advisor<'_> {
     /// `("tp*cp", 16)`: the product of the sizes of single-axis `kinds`.
-    fn product(&self, kinds: &[Kind]) -> Option<(String, u64)> {
-        let sizes = self.layout.sizes();
+    fn product(&self, kinds: &[DimSet]) -> Option<(String, u64)> {
         let mut names = Vec::new();
         let mut value = 1u64;
         for kind in kinds {
-            let axis = single_axis(*kind)?;
-            names.push(axis.name());
-            value *= u64::from(sizes[axis]);
+            let (name, size) = self.target.single_dim(kind)?;
+            names.push(name);
+            value *= u64::from(size);
         }
         Some((names.join("*"), value))
     }
@@ -212,22 +208,23 @@ impl Advisor<'_> {
         let ranking = match self.ranking.take() {
             Some(ranking) => ranking,
             None => rank_orders(
-                self.layout,
+                self.target,
                 &self.topology,
-                &Priority::default_for(self.layout),
+                &Priority::default_for(self.target),
             )?,
         };
         Ok(self.ranking.insert(ranking))
     }
 
     /// The best order that ranks no worse than the given one and in which
-    /// `measure` of `kind` is smaller than `now`, with that measure.
+    /// `measure` of `kind` is smaller than `now`: its flag, its fastest
+    /// axis and that measure.
     fn better_order(
         &mut self,
-        kind: Kind,
+        kind: &DimSet,
         now: u32,
         measure: fn(&Spread) -> u32,
-    ) -> Result<Option<(String, u32)>, Failure> {
+    ) -> Result<Option<(String, Option<String>, u32)>, Failure> {
         let topology = self.topology;
         let ranking = self.ranking()?;
         let given = ranking
@@ -239,9 +236,9 @@ impl Advisor<'_> {
             if c.given || given.is_some_and(|g| c.score > *g) {
                 continue;
             }
-            if let Ok(s) = c.layout.spread(kind, &topology) {
+            if let Ok(s) = c.target.spread(kind, &topology) {
                 if measure(&s) < now {
-                    return Ok(Some((c.order.to_string(), measure(&s))));
+                    return Ok(Some((c.flag.clone(), c.fastest.clone(), measure(&s))));
                 }
             }
         }
@@ -250,11 +247,11 @@ impl Advisor<'_> {
 
     /// The first order (whatever its rank) that keeps `kind` inside nodes,
     /// and the prioritised kinds it moves to more nodes than now.
-    fn trade_off(&mut self, kind: Kind) -> Result<Option<(String, Vec<Kind>)>, Failure> {
-        let (layout, topology) = (self.layout, self.topology);
+    fn trade_off(&mut self, kind: &DimSet) -> Result<Option<(String, Vec<DimSet>)>, Failure> {
+        let (target, topology) = (self.target, self.topology);
         let ranking = self.ranking()?;
         for c in &ranking.candidates {
-            if c.layout
+            if c.target
                 .spread(kind, &topology)
                 .is_ok_and(|s| s.cross_node_groups == 0)
             {
@@ -262,20 +259,20 @@ impl Advisor<'_> {
                     .spreads
                     .iter()
                     .filter(|k| {
-                        layout
-                            .spread(k.kind, &topology)
+                        target
+                            .spread(&k.kind, &topology)
                             .is_ok_and(|now| k.spread.max_nodes_per_group > now.max_nodes_per_group)
                     })
-                    .map(|k| k.kind)
+                    .map(|k| k.kind.clone())
                     .collect();
-                return Ok(Some((c.order.to_string(), worse)));
+                return Ok(Some((c.flag.clone(), worse)));
             }
         }
         Ok(None)
     }
 
     /// The warning for `kind`, whose groups cross nodes.
-    fn node_warning(&mut self, kind: Kind, s: Spread) -> Result<String, Failure> {
+    fn node_warning(&mut self, kind: &DimSet, s: Spread) -> Result<String, Failure> {
         let g = self.topology.gpus_per_node();
         let leaves = if self.topology.nodes_per_domain().is_some() {
             "leaves the node"
@@ -283,38 +280,42 @@ impl Advisor<'_> {
             "leaves NVLink"
         };
         let mut fixes = Vec::new();
-        if let Some((order, nodes)) =
+        if let Some((flag, fastest, nodes)) =
             self.better_order(kind, s.max_nodes_per_group, |s| s.max_nodes_per_group)?
         {
-            let given_first = self.layout.config().order.written().first().copied();
-            let new_first = order.split('-').next().and_then(Axis::from_name);
-            match single_axis(kind) {
-                Some(axis) if new_first == Some(axis) && given_first != Some(axis) => {
-                    fixes.push(format!("put {axis} first in the order (--order {order})"));
+            let given_first = self.target.fastest();
+            match self.target.single_dim(kind) {
+                Some((dim, _))
+                    if fastest.as_ref() == Some(&dim) && given_first != Some(dim.clone()) =>
+                {
+                    fixes.push(format!(
+                        "put {dim} {} ({flag})",
+                        self.target.fastest_place()
+                    ));
                 }
                 _ => fixes.push(format!(
-                    "use --order {order} ({kind} groups then span {})",
+                    "use {flag} ({kind} groups then span {})",
                     count(nodes.into(), "node", "nodes")
                 )),
             }
         }
-        if let Some(fix) = size_fix(self.layout, kind, s.size, g) {
+        if let Some(fix) = size_fix(self.target, kind, s.size, g) {
             fixes.push(fix);
         }
-        if self.layout.rank_offset() % g != 0 {
+        if self.target.rank_offset() % g != 0 {
             fixes.push(format!(
                 "start at a --rank-offset that is a multiple of {g}"
             ));
         }
         if fixes.is_empty() {
             fixes.push(match self.trade_off(kind)? {
-                Some((order, worse)) if !worse.is_empty() => {
+                Some((flag, worse)) if !worse.is_empty() => {
                     let mut all = worse.clone();
-                    all.push(kind);
-                    let names: Vec<String> = worse.iter().map(Kind::to_string).collect();
+                    all.push(kind.clone());
+                    let names: Vec<String> = worse.iter().map(DimSet::to_string).collect();
                     let product = self.product(&all);
                     format!(
-                        "no order keeps {} and {kind} inside a node{}: shrink them, or use --order {order} to keep {kind} inside nodes instead of {}",
+                        "no order keeps {} and {kind} inside a node{}: shrink them, or use {flag} to keep {kind} inside nodes instead of {}",
                         names.join(", "),
                         product
                             .map(|(text, value)| format!(" ({text} = {value} > {g})"))
@@ -322,9 +323,10 @@ impl Advisor<'_> {
                         names.join(", ")
                     )
                 }
-                Some((order, _)) => format!("use --order {order}"),
+                Some((flag, _)) => format!("use {flag}"),
                 None => format!(
-                    "no order of these sizes keeps {kind} inside a node: shrink it or the axes before it"
+                    "no order of these sizes keeps {kind} inside a node: shrink it or the {} before it",
+                    self.target.dims_word()
                 ),
             });
         }
@@ -332,26 +334,26 @@ impl Advisor<'_> {
             "{} span {}: {} {leaves}; {}",
             which(kind, s.cross_node_groups, s.groups),
             span(s.max_nodes_per_group, "node", "nodes"),
-            traffic(kind),
+            traffic(self.target, kind),
             fixes.join(" or ")
         ))
     }
 
     /// The warning for `kind`, whose groups cross domains.
-    fn domain_warning(&mut self, kind: Kind, s: Spread) -> Result<String, Failure> {
+    fn domain_warning(&mut self, kind: &DimSet, s: Spread) -> Result<String, Failure> {
         let crossing = s.cross_domain_groups.unwrap_or(0);
         let most = s.max_domains_per_group.unwrap_or(1);
         let mut fixes = Vec::new();
-        if let Some((order, domains)) =
+        if let Some((flag, _, domains)) =
             self.better_order(kind, most, |s| s.max_domains_per_group.unwrap_or(1))?
         {
             fixes.push(format!(
-                "use --order {order} ({kind} groups then span {})",
+                "use {flag} ({kind} groups then span {})",
                 count(domains.into(), "domain", "domains")
             ));
         }
         if let Some(gpus) = self.topology.gpus_per_domain() {
-            if let Some(fix) = size_fix(self.layout, kind, s.size, gpus) {
+            if let Some(fix) = size_fix(self.target, kind, s.size, gpus) {
                 fixes.push(format!("{fix} ({gpus} GPUs per domain)"));
             }
         }
@@ -364,7 +366,7 @@ impl Advisor<'_> {
             "{} span {}: {} leaves its NVLink domain; {}",
             which(kind, crossing, s.groups),
             span(most, "domain", "domains"),
-            traffic(kind),
+            traffic(self.target, kind),
             fixes.join(" or ")
         ))
     }
@@ -372,19 +374,20 @@ impl Advisor<'_> {
 
 impl fmt::Display for CheckReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(
-            f,
-            "{}, order {}, {}\n",
-            self.machine, self.order, self.experts
-        )?;
+        writeln!(f, "{}, {}\n", self.machine, self.title)?;
         write!(f, "{}", SpreadTable(&self.rows))?;
-        let names: Vec<String> = self.required.iter().map(Kind::to_string).collect();
+        let names: Vec<String> = self.required.iter().map(DimSet::to_string).collect();
         if self.warnings.is_empty() {
             writeln!(f, "\nok: {} groups stay inside a node", names.join(", "))?;
         } else {
             writeln!(
                 f,
-                "\nwarnings (kinds that should stay inside a node: {}):",
+                "\nwarnings ({} that should stay inside a node: {}):",
+                if self.mesh.is_some() {
+                    "dim sets"
+                } else {
+                    "kinds"
+                },
                 names.join(", ")
             )?;
             for w in &self.warnings {
@@ -405,15 +408,22 @@ impl Serialize for CheckReport {
     /// `{"kinds": {KIND: {"groups", "size", "cross_node_groups",
     /// "max_nodes_per_group", "cross_domain_groups",
     /// "max_domains_per_group"}}, "warnings": [..]}` (the kinds' warnings,
-    /// then the machine's)
+    /// then the machine's); for a mesh `{"mesh": {..}, "dim_sets": {SET:
+    /// ..}, "warnings": [..]}`.
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let kinds: Vec<(String, SpreadOut)> = self
             .rows
             .iter()
             .map(|k| (k.kind.to_string(), k.into()))
             .collect();
-        let mut map = s.serialize_map(Some(2))?;
-        map.serialize_entry("kinds", &Entries(&kinds))?;
+        let mut map = s.serialize_map(None)?;
+        match &self.mesh {
+            Some(mesh) => {
+                map.serialize_entry("mesh", mesh)?;
+                map.serialize_entry("dim_sets", &Entries(&kinds))?;
+            }
+            None => map.serialize_entry("kinds", &Entries(&kinds))?,
+        }
         let warnings: Vec<&String> = self.warnings.iter().chain(&self.machine_warnings).collect();
         map.serialize_entry("warnings", &warnings)?;
         map.end()

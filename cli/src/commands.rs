@@ -1,17 +1,19 @@
-//! Runs a parsed command: builds the layout from the merged configuration
-//! and prints the report the subcommand asks for.
+//! Runs a parsed command: builds the layout (or mesh) from the merged
+//! configuration and prints the report the subcommand asks for.
 
 use std::io::{self, BufWriter, Write};
 
-use crate::args::{Cli, Command, Picture};
+use crate::args::{Cli, Command, Picture, SetupArgs};
 use crate::check::CheckReport;
+use crate::config::Setup;
 use crate::describe::DescribeReport;
-use crate::error::{Failure, build_layout};
+use crate::error::Failure;
 use crate::render;
+use crate::report::emit;
 use crate::report::groups::GroupsReport;
 use crate::report::rank::RankReport;
-use crate::report::{emit, kinds_or_all, parse_kinds};
 use crate::suggest::SuggestReport;
+use crate::target::{DimSet, Target};
 
 /// How a command that did its work ended.
 pub enum Outcome {
@@ -21,14 +23,25 @@ pub enum Outcome {
     StrictFailed(String),
 }
 
+/// The setup of the flags and the file, and its layout or mesh; the
+/// setup's notes (the Megatron-LM arguments used) go to stderr.
+fn load(args: &SetupArgs) -> Result<(Setup, Target), Failure> {
+    let setup = args.setup()?;
+    for note in &setup.notes {
+        eprintln!("{note}");
+    }
+    let target = Target::build(&setup)?;
+    Ok((setup, target))
+}
+
 /// Runs the command.
 pub fn run(cli: &Cli) -> Result<Outcome, Failure> {
     match &cli.command {
         Command::Groups { setup, output } => {
-            let layout = build_layout(&setup.setup()?.config)?;
-            let kinds = kinds_or_all(&layout, &parse_kinds(&output.kinds)?)?;
+            let (_, target) = load(setup)?;
+            let kinds = target.sets_or_all(&target.parse_sets(&output.kinds)?)?;
             emit(
-                &GroupsReport::new(&layout, kinds, output.full),
+                &GroupsReport::new(&target, kinds, output.full),
                 output.format,
             )?;
         }
@@ -37,10 +50,9 @@ pub fn run(cli: &Cli) -> Result<Outcome, Failure> {
             setup,
             output,
         } => {
-            let setup = setup.setup()?;
-            let layout = build_layout(&setup.config)?;
-            let kinds = kinds_or_all(&layout, &parse_kinds(&output.kinds)?)?;
-            let report = RankReport::new(&layout, *rank, &kinds, setup.topology, output.full)?;
+            let (setup, target) = load(setup)?;
+            let kinds = target.sets_or_all(&target.parse_sets(&output.kinds)?)?;
+            let report = RankReport::new(&target, *rank, &kinds, setup.topology, output.full)?;
             emit(&report, output.format)?;
         }
         Command::Check {
@@ -50,17 +62,16 @@ pub fn run(cli: &Cli) -> Result<Outcome, Failure> {
             require,
             strict,
         } => {
-            let setup = setup.setup()?;
-            let layout = build_layout(&setup.config)?;
+            let (setup, target) = load(setup)?;
             let report = CheckReport::new(
-                &layout,
+                &target,
                 setup.topology,
-                &parse_kinds(kinds)?,
-                &parse_kinds(require)?,
+                &target.parse_sets(kinds)?,
+                &target.parse_sets(require)?,
             )?;
             emit(&report, *format)?;
             if *strict && !report.failed().is_empty() {
-                let names: Vec<String> = report.failed().iter().map(|k| k.to_string()).collect();
+                let names: Vec<String> = report.failed().iter().map(DimSet::to_string).collect();
                 return Ok(Outcome::StrictFailed(format!(
                     "check --strict: {} groups cross node boundaries",
                     names.join(", ")
@@ -73,10 +84,9 @@ pub fn run(cli: &Cli) -> Result<Outcome, Failure> {
             top,
             format,
         } => {
-            let setup = setup.setup()?;
-            let layout = build_layout(&setup.config)?;
+            let (setup, target) = load(setup)?;
             let report = SuggestReport::new(
-                &layout,
+                &target,
                 setup.topology,
                 priority.as_deref(),
                 top.map(|n| n as usize),
@@ -84,12 +94,8 @@ pub fn run(cli: &Cli) -> Result<Outcome, Failure> {
             emit(&report, *format)?;
         }
         Command::Describe { setup, format } => {
-            let setup = setup.setup()?;
-            let layout = build_layout(&setup.config)?;
-            emit(
-                &DescribeReport::new(&layout, &setup.config, setup.topology),
-                *format,
-            )?;
+            let (setup, target) = load(setup)?;
+            emit(&DescribeReport::new(&target, setup.topology), *format)?;
         }
         Command::Render {
             setup,
@@ -97,10 +103,9 @@ pub fn run(cli: &Cli) -> Result<Outcome, Failure> {
             format,
             max_ranks,
         } => {
-            let setup = setup.setup()?;
-            let layout = build_layout(&setup.config)?;
-            let kinds = parse_kinds(kinds)?;
-            let picture = render::Picture::new(&layout, setup.topology, &kinds, *max_ranks)?;
+            let (setup, target) = load(setup)?;
+            let kinds = target.parse_sets(kinds)?;
+            let picture = render::Picture::new(&target, setup.topology, &kinds, *max_ranks)?;
             // Written as it is computed: memory stays flat at any size.
             let mut out = BufWriter::new(io::stdout().lock());
             if *format == Picture::Html {

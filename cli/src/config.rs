@@ -2,13 +2,24 @@
 //!
 //! The file (JSON or TOML) and the flags have the same keys: the flags are
 //! serialized ([`SetupArgs`] field names are the keys), laid over the
-//! file's keys, and the result is read as a library [`Config`] plus the
-//! machine keys. A new layout key is therefore one new field of
-//! [`SetupArgs`]; the file reading and the merge never name keys.
+//! file's keys, and the result is read as a library [`Config`], the
+//! machine keys and the mesh keys. A new layout key is therefore one new
+//! field of [`SetupArgs`]; the file reading and the merge never name keys.
+//!
+//! Megatron-LM's argument names (as file keys, as flags, or in a pasted
+//! `--megatron-args` command line) are read through the library's table
+//! ([`crate::megatron`]) and become the keys they decide. The layers, each
+//! over the one before: the file, `--megatron-args` with the Megatron-LM
+//! flags, our flags. Within one layer (the file, or the flags), a key and
+//! a Megatron-LM name that give different layouts are an error naming both.
+//! A mesh given by the flags replaces the file's mesh with its views and
+//! flattens. Every key remembers where it came from, for the messages.
 
+use std::collections::HashMap;
 use std::path::Path;
 
-use rank_layout::{Config, Topology};
+use rank_layout::megatron::{MegatronArg, MegatronArgs, MegatronValue};
+use rank_layout::{Config, Layout, Topology};
 use serde::Deserialize;
 use serde::de::{Error as _, MapAccess, Visitor};
 use serde_json::value::RawValue;
@@ -16,14 +27,39 @@ use serde_json::{Map, Value};
 
 use crate::args::SetupArgs;
 use crate::error::Failure;
+use crate::megatron;
 
-/// What a command works on: the layout's configuration and the machine.
+/// What a command works on: a layout's configuration or a mesh, and the
+/// machine.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Setup {
-    /// The layout's configuration, as given (nothing derived yet).
+    /// The layout's configuration, as given (nothing derived yet); with a
+    /// mesh, only its `rank_offset` is used.
     pub config: Config,
+    /// The mesh, when one is given (`--mesh`, `--device-mesh` or the keys).
+    pub mesh: Option<MeshInput>,
     /// GPUs per node and nodes per domain.
     pub topology: Topology,
+    /// Lines for stderr: the Megatron-LM arguments `--megatron-args` used.
+    pub notes: Vec<String>,
+}
+
+/// A mesh as given: its text and those of its views and flattens, each
+/// with where it came from (a flag, or a key of a file).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MeshInput {
+    /// `tp=2,cp=2,dp=4`.
+    pub text: String,
+    /// Written in DeviceMesh's order (`--device-mesh`, the last dim fastest).
+    pub device_order: bool,
+    /// `--mesh` or `mesh (in layout.toml)`.
+    pub origin: String,
+    /// The views' texts and origins.
+    pub views: Vec<(String, String)>,
+    /// The flattens' texts and origins.
+    pub flattens: Vec<(String, String)>,
+    /// The first rank.
+    pub rank_offset: u32,
 }
 
 /// The keys of the machine, which are not the library's [`Config`].
@@ -34,37 +70,202 @@ struct Machine {
     nodes_per_domain: Option<u32>,
 }
 
+/// The keys of a mesh, which are not the library's [`Config`].
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MeshKeys {
+    mesh: Option<String>,
+    device_mesh: Option<String>,
+    views: Option<Vec<String>>,
+    flattens: Option<Vec<String>>,
+}
+
 /// The names of [`Machine`]'s keys, taken out of the merged keys before the
 /// rest is read as a [`Config`].
 const MACHINE_KEYS: [&str; 2] = ["gpus_per_node", "nodes_per_domain"];
 
+/// The names of [`MeshKeys`]' keys, taken out as the machine's are.
+const MESH_KEYS: [&str; 4] = ["mesh", "device_mesh", "views", "flattens"];
+
+/// The layout keys a mesh may be given with: the first rank.
+const MESH_LAYOUT_KEYS: [&str; 1] = ["rank_offset"];
+
 /// GPUs per node when not given.
 pub const DEFAULT_GPUS_PER_NODE: u32 = 8;
 
+/// Where a key came from.
+#[derive(Debug, Clone)]
+enum Origin {
+    /// A key of the file at `path`.
+    File {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The key as the file names it (a Megatron-LM name, maybe).
+        key: String,
+        /// Its value.
+        value: Value,
+    },
+    /// Flags (`--tp 4`, `--tensor-model-parallel-size 8 (in --megatron-args)`).
+    Flags(String),
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Origin::File { path, key, value } => {
+                write!(f, "{key} = {value} (in {})", path.display())
+            }
+            Origin::Flags(text) => f.write_str(text),
+        }
+    }
+}
+
+/// Keys with where each came from.
+#[derive(Debug, Clone, Default)]
+struct Keys {
+    values: Map<String, Value>,
+    origins: HashMap<String, Origin>,
+}
+
+impl Keys {
+    /// Sets `key` (`None`: back to its default), from `origin`.
+    fn set(&mut self, key: &str, value: Option<Value>, origin: Origin) {
+        match value {
+            Some(v) => {
+                self.values.insert(key.to_owned(), v);
+                self.origins.insert(key.to_owned(), origin);
+            }
+            None => {
+                self.values.remove(key);
+                self.origins.remove(key);
+            }
+        }
+    }
+
+    /// Where `key` came from (the key itself when unknown).
+    fn origin(&self, key: &str) -> String {
+        self.origins
+            .get(key)
+            .map_or_else(|| key.to_owned(), Origin::to_string)
+    }
+}
+
+/// A value as a command line writes it: text unquoted, lists joined by `,`.
+fn plain(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Array(items) => items.iter().map(plain).collect::<Vec<_>>().join(","),
+        other => other.to_string(),
+    }
+}
+
+/// The flag of key `key`.
+fn flag_of(key: &str) -> String {
+    match key {
+        "views" => "--view".into(),
+        "flattens" => "--flatten".into(),
+        _ => format!("--{}", key.replace('_', "-")),
+    }
+}
+
+/// `--tp 4`, `--mesh tp=2,dp=4`: a key given as a flag.
+fn flag_origin(key: &str, value: &Value) -> String {
+    match value {
+        Value::Bool(true) => flag_of(key),
+        Value::Array(items) if key == "views" || key == "flattens" => items
+            .iter()
+            .map(|v| format!("{} {}", flag_of(key), plain(v)))
+            .collect::<Vec<_>>()
+            .join(" "),
+        _ => format!("{} {}", flag_of(key), plain(value)),
+    }
+}
+
+/// `tp = 4 (in layout.toml)`: a key given in a file.
+fn file_origin(path: &Path, key: &str, value: &Value) -> Origin {
+    Origin::File {
+        path: path.to_owned(),
+        key: key.to_owned(),
+        value: value.clone(),
+    }
+}
+
 impl SetupArgs {
-    /// The configuration file, overridden by the flags given.
+    /// The configuration file, overridden by `--megatron-args` and the
+    /// Megatron-LM flags, overridden by our flags.
     ///
     /// # Errors
     /// [`Failure::Message`] for a file that cannot be read or parsed or has an
-    /// unknown key (the message names the file); [`Failure::Input`] for a
+    /// unknown key (the message names the file), for a key and a
+    /// Megatron-LM name that disagree, for a mesh given with layout keys;
+    /// [`Failure::Input`] for a Megatron-LM argument out of range or a
     /// machine size of 0.
     pub fn setup(&self) -> Result<Setup, Failure> {
         let mut keys = match &self.config {
-            Some(path) => {
-                let keys = read_file(path)?;
-                // Read the file alone first, so its mistakes name it.
-                split(keys.clone()).map_err(|e| file_error(path, e))?;
-                keys
-            }
-            None => Map::new(),
+            Some(path) => file_keys(path)?,
+            None => Keys::default(),
         };
-        keys.extend(self.flags()?);
-        let (config, machine) = split(keys).map_err(Failure::Message)?;
+
+        let mut short = Keys::default();
+        for (key, value) in self.flags()? {
+            let origin = Origin::Flags(flag_origin(&key, &value));
+            short.set(&key, Some(value), origin);
+        }
+        let explicit = self.megatron.args()?;
+        let flag_label = |a: &MegatronArg, v: &MegatronValue| megatron::as_flag(a, v);
+        conflicts(&short, &explicit, &flag_label).map_err(Failure::Message)?;
+
+        let mut notes = Vec::new();
+        let mut args = MegatronArgs::new();
+        let mut pasted_names: Vec<&'static str> = Vec::new();
+        if let Some(text) = &self.megatron_args {
+            let pasted = MegatronArgs::parse_command_line(text)
+                .map_err(|e| Failure::Message(format!("--megatron-args: {e}")))?;
+            notes.push(used_note(&pasted, &explicit, &short));
+            for (a, v) in pasted.given() {
+                args.set(a.name, v.clone())?;
+                pasted_names.push(a.name);
+            }
+        }
+        for (a, v) in explicit.given() {
+            args.set(a.name, v.clone())?;
+            pasted_names.retain(|n| *n != a.name);
+        }
+        let label = |a: &MegatronArg, v: &MegatronValue| {
+            if pasted_names.contains(&a.name) {
+                format!("{} (in --megatron-args)", megatron::as_flag(a, v))
+            } else {
+                megatron::as_flag(a, v)
+            }
+        };
+        apply(&mut keys, &args, &label).map_err(Failure::Message)?;
+        // A mesh given by the flags replaces the file's, views and
+        // flattens included (they belong to the mesh they were written for).
+        if short.values.contains_key("mesh") || short.values.contains_key("device_mesh") {
+            for key in MESH_KEYS {
+                keys.set(key, None, Origin::Flags(String::new()));
+            }
+        }
+        for (key, value) in short.values {
+            let origin = short
+                .origins
+                .remove(&key)
+                .unwrap_or_else(|| Origin::Flags(flag_of(&key)));
+            keys.set(&key, Some(value), origin);
+        }
+
+        let (config, machine, mesh) = read(keys.values.clone()).map_err(Failure::Message)?;
         let topology = Topology::new(
             machine.gpus_per_node.unwrap_or(DEFAULT_GPUS_PER_NODE),
             machine.nodes_per_domain,
         )?;
-        Ok(Setup { config, topology })
+        let mesh = mesh_input(&keys, mesh, config.rank_offset)?;
+        Ok(Setup {
+            config,
+            mesh,
+            topology,
+            notes,
+        })
     }
 
     /// The flags given, as keys and values (flags left out are absent).
@@ -75,6 +276,236 @@ impl SetupArgs {
         };
         Ok(map.into_iter().filter(|(_, v)| !v.is_null()).collect())
     }
+}
+
+/// The keys of the configuration file at `path`, its Megatron-LM names
+/// turned into the keys they decide.
+///
+/// # Errors
+/// [`Failure::Message`] naming the file: it cannot be read or parsed, a
+/// key is unknown or of the wrong type, a key and a Megatron-LM name
+/// disagree.
+fn file_keys(path: &Path) -> Result<Keys, Failure> {
+    let file = read_file(path)?;
+    // Within the file, keys are named plainly (the error names the file);
+    // over the flags, with the file.
+    let mut short = Keys::default();
+    let mut named = MegatronArgs::new();
+    let mut named_values: HashMap<&'static str, Value> = HashMap::new();
+    for (key, value) in file {
+        if megatron::is_megatron_key(&key) {
+            let v = megatron::value_of(&value);
+            named.set(&key, v).map_err(|e| file_error(path, e))?;
+            named_values.insert(arg_name(&key), value);
+        } else {
+            let origin = Origin::Flags(format!("{key} = {value}"));
+            short.set(&key, Some(value), origin);
+        }
+    }
+    let plain_label = |a: &MegatronArg, _: &MegatronValue| {
+        named_values
+            .get(a.name)
+            .map(|v| format!("{} = {v}", a.name))
+            .unwrap_or_default()
+    };
+    conflicts(&short, &named, &plain_label).map_err(|e| file_error(path, e))?;
+    let mut keys = Keys::default();
+    for (key, value) in &short.values {
+        keys.set(key, Some(value.clone()), file_origin(path, key, value));
+    }
+    let label = |a: &MegatronArg, _: &MegatronValue| {
+        named_values
+            .get(a.name)
+            .map(|v| file_origin(path, a.name, v).to_string())
+            .unwrap_or_default()
+    };
+    apply(&mut keys, &named, &label).map_err(|e| file_error(path, e))?;
+    // Read the file alone first, so its mistakes name it.
+    read(keys.values.clone()).map_err(|e| file_error(path, e))?;
+    Ok(keys)
+}
+
+/// The table's name of the argument named `key` (a file's key).
+fn arg_name(key: &str) -> &'static str {
+    MegatronArg::find(key).map_or("", |a| a.name)
+}
+
+/// `megatron-args: used --tensor-model-parallel-size 8, ...`: the
+/// arguments taken out of the pasted command line, and which flags
+/// override them.
+fn used_note(pasted: &MegatronArgs, explicit: &MegatronArgs, short: &Keys) -> String {
+    let used: Vec<String> = pasted
+        .given()
+        .map(|(a, v)| {
+            let text = megatron::as_flag(a, v);
+            let by_flag = explicit
+                .given()
+                .find(|(b, _)| b.name == a.name)
+                .map(|(b, w)| megatron::as_flag(b, w));
+            let by_key = || {
+                megatron::decided(a)
+                    .into_iter()
+                    .find_map(|k| short.origins.get(k).map(Origin::to_string))
+            };
+            match by_flag.or_else(by_key) {
+                Some(flag) => format!("{text} (overridden by {flag})"),
+                None => text,
+            }
+        })
+        .collect();
+    if used.is_empty() {
+        "megatron-args: no parallelism arguments found; Megatron-Core's defaults apply".into()
+    } else {
+        format!("megatron-args: used {}", used.join(", "))
+    }
+}
+
+/// Lays the keys that `args` decide over `keys`, each from the arguments
+/// that decide it (named by `label`).
+fn apply(
+    keys: &mut Keys,
+    args: &MegatronArgs,
+    label: &dyn Fn(&MegatronArg, &MegatronValue) -> String,
+) -> Result<(), String> {
+    for (key, value) in megatron::keys(args).map_err(|e| e.to_string())? {
+        keys.set(key, value, Origin::Flags(deciders(args, key, label)));
+    }
+    Ok(())
+}
+
+/// The arguments of `args` that decide `key`, named by `label` and joined.
+fn deciders(
+    args: &MegatronArgs,
+    key: &str,
+    label: &dyn Fn(&MegatronArg, &MegatronValue) -> String,
+) -> String {
+    args.given()
+        .filter(|(a, _)| megatron::decided(a).contains(&key))
+        .map(|(a, v)| label(a, v))
+        .collect::<Vec<_>>()
+        .join(" and ")
+}
+
+/// An error when one of `short`'s keys and a Megatron-LM argument of `args`
+/// given alongside it decide a key differently: when the layout with the
+/// key's value and the layout with the argument's differ (so `etp = 4`
+/// with `tensor_model_parallel_size = 4` agree).
+fn conflicts(
+    short: &Keys,
+    args: &MegatronArgs,
+    label: &dyn Fn(&MegatronArg, &MegatronValue) -> String,
+) -> Result<(), String> {
+    let decided = megatron::keys(args).map_err(|e| e.to_string())?;
+    let mut theirs = short.clone();
+    for (key, value) in &decided {
+        theirs.set(key, value.clone(), Origin::Flags(String::new()));
+    }
+    for (key, value) in &decided {
+        let Some(ours) = short.values.get(*key) else {
+            continue;
+        };
+        if value.as_ref() == Some(ours) {
+            continue;
+        }
+        let mut mine = theirs.clone();
+        mine.set(key, Some(ours.clone()), Origin::Flags(String::new()));
+        let (a, b) = (resolved(&theirs.values), resolved(&mine.values));
+        if a.is_some() && a == b {
+            continue;
+        }
+        return Err(format!(
+            "{} and {} differ: give one of them",
+            short.origin(key),
+            deciders(args, key, label)
+        ));
+    }
+    Ok(())
+}
+
+/// The layout configuration of `keys` as a layout resolves it (`etp`,
+/// `encoder_tp`, `dp` filled in), or as given when it is no layout;
+/// `None` when the keys are no configuration.
+fn resolved(keys: &Map<String, Value>) -> Option<Config> {
+    let (config, _, _) = read(keys.clone()).ok()?;
+    Some(match Layout::new(&config) {
+        Ok(layout) => layout.config().clone(),
+        Err(_) => config,
+    })
+}
+
+/// The mesh of the merged keys, checked: at most one of `mesh` and
+/// `device_mesh`, views and flattens only with one, and no layout key but
+/// `rank_offset` beside it.
+fn mesh_input(keys: &Keys, mesh: MeshKeys, rank_offset: u32) -> Result<Option<MeshInput>, Failure> {
+    let MeshKeys {
+        mesh,
+        device_mesh,
+        views,
+        flattens,
+    } = mesh;
+    let (text, device_order, key) = match (mesh, device_mesh) {
+        (Some(_), Some(_)) => {
+            return Err(Failure::Message(format!(
+                "{} and {} cannot be given together: write the mesh once, first fastest (mesh) or last fastest (device_mesh)",
+                keys.origin("mesh"),
+                keys.origin("device_mesh")
+            )));
+        }
+        (Some(text), None) => (text, false, "mesh"),
+        (None, Some(text)) => (text, true, "device_mesh"),
+        (None, None) => {
+            if let Some(key) = ["views", "flattens"]
+                .into_iter()
+                .find(|k| keys.values.contains_key(*k))
+            {
+                return Err(Failure::Message(format!(
+                    "{} needs a mesh: give --mesh or --device-mesh (or the key mesh or device_mesh)",
+                    keys.origin(key)
+                )));
+            }
+            return Ok(None);
+        }
+    };
+    let layout_key = keys.values.keys().find(|k| {
+        !MESH_KEYS.contains(&k.as_str())
+            && !MACHINE_KEYS.contains(&k.as_str())
+            && !MESH_LAYOUT_KEYS.contains(&k.as_str())
+    });
+    if let Some(layout_key) = layout_key {
+        return Err(Failure::Message(format!(
+            "{} and {} cannot be given together: a mesh names its own dims and sizes, so the layout's keys ({layout_key}, ...) do not apply to it (only rank_offset does)",
+            keys.origin(key),
+            keys.origin(layout_key)
+        )));
+    }
+    let listed = |key: &str, items: Option<Vec<String>>| -> Vec<(String, String)> {
+        items
+            .unwrap_or_default()
+            .into_iter()
+            .enumerate()
+            .map(|(i, text)| {
+                let origin = match keys.origins.get(key) {
+                    Some(Origin::File { path, .. }) => {
+                        format!("{key}[{i}] (in {})", path.display())
+                    }
+                    _ => flag_of(key),
+                };
+                (text, origin)
+            })
+            .collect()
+    };
+    let origin = match keys.origins.get(key) {
+        Some(Origin::File { path, .. }) => format!("{key} (in {})", path.display()),
+        _ => flag_of(key),
+    };
+    Ok(Some(MeshInput {
+        origin,
+        text,
+        device_order,
+        views: listed("views", views),
+        flattens: listed("flattens", flattens),
+        rank_offset,
+    }))
 }
 
 /// The keys of the file at `path`: TOML for a `.toml` file, JSON for a
@@ -242,29 +673,67 @@ fn toml_error(text: &str, e: &toml::de::Error) -> String {
     e.to_string()
 }
 
-/// The merged keys read as a [`Config`] and a [`Machine`].
-fn split(keys: Map<String, Value>) -> Result<(Config, Machine), String> {
+/// The merged keys read as a [`Config`], a [`Machine`] and [`MeshKeys`].
+fn read(keys: Map<String, Value>) -> Result<(Config, Machine, MeshKeys), String> {
+    // The mesh keys' types, checked here to name the key (serde does not).
+    for key in ["mesh", "device_mesh"] {
+        match keys.get(key) {
+            Some(v) if !v.is_string() => {
+                return Err(format!(
+                    "{key} = {v} is not a string (write {key} = \"tp=2,dp=4\")"
+                ));
+            }
+            _ => {}
+        }
+    }
+    for (key, example) in [("views", "expert:ep=4,edp=2"), ("flattens", "dp_cp=dp,cp")] {
+        match keys.get(key) {
+            Some(v)
+                if !v
+                    .as_array()
+                    .is_some_and(|items| items.iter().all(Value::is_string)) =>
+            {
+                return Err(format!(
+                    "{key} = {v} is not a list of strings (write {key} = [\"{example}\"])"
+                ));
+            }
+            _ => {}
+        }
+    }
     read_keys(keys).map_err(|e| {
         let message = e.to_string();
         if message.starts_with("unknown field") {
-            format!("{message}, or the machine's {}", MACHINE_KEYS.join(", "))
+            format!(
+                "{message}, or the machine's {}, or the mesh's {}, or Megatron-LM's {}",
+                MACHINE_KEYS.join(", "),
+                MESH_KEYS.join(", "),
+                megatron::megatron_keys().join(", ")
+            )
         } else {
             message
         }
     })
 }
 
-/// [`split`], with serde's error.
-fn read_keys(mut keys: Map<String, Value>) -> Result<(Config, Machine), serde_json::Error> {
-    let mut machine = Map::new();
-    for key in MACHINE_KEYS {
-        if let Some(v) = keys.remove(key) {
-            machine.insert(key.to_owned(), v);
+/// [`read`], with serde's error.
+fn read_keys(
+    mut keys: Map<String, Value>,
+) -> Result<(Config, Machine, MeshKeys), serde_json::Error> {
+    let mut take = |names: &[&str]| {
+        let mut taken = Map::new();
+        for key in names {
+            if let Some(v) = keys.remove(*key) {
+                taken.insert((*key).to_owned(), v);
+            }
         }
-    }
+        Value::Object(taken)
+    };
+    let machine = take(&MACHINE_KEYS);
+    let mesh = take(&MESH_KEYS);
+    let machine = serde_json::from_value(machine)?;
+    let mesh = serde_json::from_value(mesh)?;
     let config = serde_json::from_value(Value::Object(keys))?;
-    let machine = serde_json::from_value(Value::Object(machine))?;
-    Ok((config, machine))
+    Ok((config, machine, mesh))
 }
 
 /// An error about the configuration file at `path`.

@@ -1,32 +1,87 @@
-//! `rank-layout describe`: the derived sizes and why, the groups of every
-//! kind, and what listing everything would cost; a table or one JSON
-//! object.
+//! `rank-layout describe`: the derived sizes and why (a mesh: its dims,
+//! strides, views and flattens), the groups of every kind (dim set), and
+//! what listing everything would cost; a table or one JSON object.
 
 use std::fmt::{self, Write};
 
-use rank_layout::{Config, ExpertLayout, Kind, Layout, Topology};
+use rank_layout::{Config, ExpertLayout, Layout, Topology};
 use serde::Serialize;
 
 use crate::format::{bytes, count, experts, thousands};
 use crate::report::groups::{group_sizes, groups_heading};
+use crate::report::mesh::{Factorisation, MeshOut};
 use crate::report::{Entries, SizesOut};
 use crate::spread::machine_line;
+use crate::target::{DimSet, MeshTarget, Target};
 
 /// Groups a kind lists at most in the shortened table (the head, the tail
 /// and the line between them).
 const SHORT_ROWS: u64 = 64;
 
+/// A description of a layout or a mesh.
+pub enum DescribeReport<'a> {
+    /// Of a layout.
+    Layout(LayoutDescription<'a>),
+    /// Of a mesh.
+    Mesh(MeshDescription<'a>),
+}
+
+impl<'a> DescribeReport<'a> {
+    /// Describes `target` on `topology`.
+    pub fn new(target: &'a Target, topology: Topology) -> DescribeReport<'a> {
+        match target {
+            Target::Layout { layout, given } => DescribeReport::Layout(LayoutDescription {
+                target,
+                layout,
+                given,
+                topology,
+            }),
+            Target::Mesh(mesh) => DescribeReport::Mesh(MeshDescription {
+                target,
+                mesh,
+                topology,
+            }),
+        }
+    }
+}
+
+impl fmt::Display for DescribeReport<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DescribeReport::Layout(d) => d.fmt(f),
+            DescribeReport::Mesh(d) => d.fmt(f),
+        }
+    }
+}
+
+impl Serialize for DescribeReport<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            DescribeReport::Layout(d) => d.serialize(s),
+            DescribeReport::Mesh(d) => d.serialize(s),
+        }
+    }
+}
+
 /// A description of a layout.
-pub struct DescribeReport<'a> {
+pub struct LayoutDescription<'a> {
+    target: &'a Target,
     layout: &'a Layout,
     /// The configuration as given (to tell given sizes from derived ones).
     given: &'a Config,
     topology: Topology,
 }
 
+/// A description of a mesh.
+pub struct MeshDescription<'a> {
+    target: &'a Target,
+    mesh: &'a MeshTarget,
+    topology: Topology,
+}
+
 /// One kind's line: its groups, their sizes and their members.
 struct KindLine {
-    kind: Kind,
+    kind: DimSet,
     /// `"16 groups of 4 ranks"`.
     heading: String,
     groups: u64,
@@ -50,60 +105,121 @@ struct Costs {
     short_lines: u64,
 }
 
-impl<'a> DescribeReport<'a> {
-    /// Describes `layout`, built from `given`, on `topology`.
-    pub fn new(layout: &'a Layout, given: &'a Config, topology: Topology) -> DescribeReport<'a> {
-        DescribeReport {
-            layout,
-            given,
-            topology,
-        }
-    }
-
-    /// Every kind's line.
-    fn kinds(&self) -> Vec<KindLine> {
-        self.layout
-            .kinds()
-            .iter()
-            .filter_map(|kind| {
-                let g = self.layout.groups(*kind).ok()?;
-                Some(KindLine {
-                    kind: *kind,
-                    heading: groups_heading(&g),
-                    groups: g.len() as u64,
-                    sizes: group_sizes(&g),
-                    members: g.member_count(),
-                })
+/// Every set's line.
+fn kind_lines(target: &Target) -> Vec<KindLine> {
+    target
+        .all_sets()
+        .into_iter()
+        .filter_map(|kind| {
+            let g = target.groups(&kind).ok()?;
+            Some(KindLine {
+                heading: groups_heading(&g),
+                groups: g.len() as u64,
+                sizes: group_sizes(&g),
+                members: g.member_count(),
+                kind,
             })
-            .collect()
-    }
+        })
+        .collect()
+}
 
-    /// What listing the groups of `kinds` costs.
-    fn costs(&self, kinds: &[KindLine]) -> Costs {
-        let l = self.layout;
-        let members: u64 = kinds.iter().map(|k| k.members).sum();
-        let groups: u64 = kinds.iter().map(|k| k.groups).sum();
-        let short_lines: u64 = kinds.iter().map(|k| k.groups.min(SHORT_ROWS + 1) + 3).sum();
-        let kinds = kinds.len() as u64;
-        let world = u64::from(l.world_size()).max(1);
-        let digits = digits_in(u64::from(l.rank_offset()), l.rank_end());
-        // Members times their mean width (+1 for the separator), brackets
-        // per group, and a little per kind and for the header.
-        // (The product may pass u64 at 2^31 ranks: computed in u128.)
-        let widths = (u128::from(members) * u128::from(digits)).div_ceil(u128::from(world));
-        let member_bytes = u64::try_from(widths).unwrap_or(u64::MAX) + members;
-        let index_width = groups.to_string().len() as u64;
-        Costs {
-            members,
-            groups,
-            kinds,
-            json_bytes: member_bytes + 2 * groups + 12 * kinds + 400,
-            full_bytes: member_bytes + groups * (6 + 2 * index_width),
-            full_lines: groups + 3 * kinds + 3,
-            short_lines: short_lines + 4,
+/// What listing the groups of `kinds` costs.
+fn costs(target: &Target, kinds: &[KindLine]) -> Costs {
+    let members: u64 = kinds.iter().map(|k| k.members).sum();
+    let groups: u64 = kinds.iter().map(|k| k.groups).sum();
+    let short_lines: u64 = kinds.iter().map(|k| k.groups.min(SHORT_ROWS + 1) + 3).sum();
+    let kinds = kinds.len() as u64;
+    let world = u64::from(target.world_size()).max(1);
+    let digits = digits_in(u64::from(target.rank_offset()), target.rank_end());
+    // Members times their mean width (+1 for the separator), brackets
+    // per group, and a little per kind and for the header.
+    // (The product may pass u64 at 2^31 ranks: computed in u128.)
+    let widths = (u128::from(members) * u128::from(digits)).div_ceil(u128::from(world));
+    let member_bytes = u64::try_from(widths).unwrap_or(u64::MAX) + members;
+    let index_width = groups.to_string().len() as u64;
+    Costs {
+        members,
+        groups,
+        kinds,
+        json_bytes: member_bytes + 2 * groups + 12 * kinds + 400,
+        full_bytes: member_bytes + groups * (6 + 2 * index_width),
+        full_lines: groups + 3 * kinds + 3,
+        short_lines: short_lines + 4,
+    }
+}
+
+/// Writes the per-set table and the listing costs, `label` naming the
+/// first column.
+fn write_sets_and_costs(f: &mut fmt::Formatter<'_>, target: &Target, label: &str) -> fmt::Result {
+    let kinds = kind_lines(target);
+    let width = kinds
+        .iter()
+        .map(|k| k.kind.to_string().len())
+        .max()
+        .unwrap_or(4)
+        .max(label.len());
+    writeln!(f, "\n{label:<width$}  {:>13}  groups", "members")?;
+    for k in &kinds {
+        writeln!(
+            f,
+            "{:<width$}  {:>13}  {}",
+            k.kind.to_string(),
+            thousands(k.members),
+            k.heading
+        )?;
+    }
+    let c = costs(target, &kinds);
+    writeln!(
+        f,
+        "\nlisting everything: {} in {} of {}",
+        count(c.members, "member", "members"),
+        count(c.groups, "group", "groups"),
+        if target.is_mesh() {
+            count(c.kinds, "dim set", "dim sets")
+        } else {
+            count(c.kinds, "kind", "kinds")
         }
-    }
+    )?;
+    writeln!(f, "  groups --format json   about {}", bytes(c.json_bytes))?;
+    writeln!(
+        f,
+        "  groups --full          about {} in {} lines",
+        bytes(c.full_bytes),
+        thousands(c.full_lines)
+    )?;
+    writeln!(
+        f,
+        "  groups                 at most {} lines (long lists shortened)",
+        thousands(c.short_lines)
+    )?;
+    writeln!(
+        f,
+        "  rank R                 one rank's groups, computed arithmetically (instant at any size)"
+    )
+}
 
+/// The JSON of every set: `{SET: {"groups", "members", "sizes"}}`.
+fn kinds_out(kinds: &[KindLine]) -> Vec<(String, KindOut)> {
+    kinds
+        .iter()
+        .map(|k| {
+            let mut sizes = vec![k.sizes.0];
+            if k.sizes.1 != k.sizes.0 {
+                sizes.push(k.sizes.1);
+            }
+            (
+                k.kind.to_string(),
+                KindOut {
+                    groups: k.groups,
+                    members: k.members,
+                    sizes,
+                },
+            )
+        })
+        .collect()
+}
+
+impl LayoutDescription<'_> {
     /// The lines that explain the derived sizes.
     fn why(&self) -> Result<Vec<String>, fmt::Error> {
         let l = self.layout;
@@ -252,7 +368,7 @@ fn shape_words(layout: &Layout) -> &'static str {
     }
 }
 
-impl fmt::Display for DescribeReport<'_> {
+impl fmt::Display for LayoutDescription<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let l = self.layout;
         let s = l.sizes();
@@ -278,49 +394,8 @@ impl fmt::Display for DescribeReport<'_> {
             let label = if i == 0 { "why" } else { "" };
             writeln!(f, "{label:<10}{line}")?;
         }
-        writeln!(f, "machine   {}", machine_line(l, &self.topology))?;
-
-        let kinds = self.kinds();
-        let width = kinds
-            .iter()
-            .map(|k| k.kind.to_string().len())
-            .max()
-            .unwrap_or(4)
-            .max(4);
-        writeln!(f, "\n{:<width$}  {:>13}  groups", "kind", "members")?;
-        for k in &kinds {
-            writeln!(
-                f,
-                "{:<width$}  {:>13}  {}",
-                k.kind.to_string(),
-                thousands(k.members),
-                k.heading
-            )?;
-        }
-        let c = self.costs(&kinds);
-        writeln!(
-            f,
-            "\nlisting everything: {} in {} of {}",
-            count(c.members, "member", "members"),
-            count(c.groups, "group", "groups"),
-            count(c.kinds, "kind", "kinds")
-        )?;
-        writeln!(f, "  groups --format json   about {}", bytes(c.json_bytes))?;
-        writeln!(
-            f,
-            "  groups --full          about {} in {} lines",
-            bytes(c.full_bytes),
-            thousands(c.full_lines)
-        )?;
-        writeln!(
-            f,
-            "  groups                 at most {} lines (long lists shortened)",
-            thousands(c.short_lines)
-        )?;
-        writeln!(
-            f,
-            "  rank R                 one rank's groups, computed arithmetically (instant at any size)"
-        )
+        writeln!(f, "machine   {}", machine_line(self.target, &self.topology))?;
+        write_sets_and_costs(f, self.target, "kind")
     }
 }
 
@@ -341,7 +416,7 @@ struct MachineOut {
     nodes_per_domain: Option<u32>,
 }
 
-impl Serialize for DescribeReport<'_> {
+impl Serialize for LayoutDescription<'_> {
     /// `{"layout", "expert_layout", "matches": [lines], "world_size", "first_rank",
     /// "last_rank", "order", "sizes": {..}, "encoder_sizes": {..} (with an
     /// encoder), "why": [lines], "machine": {"summary", "gpus_per_node",
@@ -354,25 +429,9 @@ impl Serialize for DescribeReport<'_> {
         let why = self
             .why()
             .map_err(|_| S::Error::custom("describing the layout"))?;
-        let kinds = self.kinds();
-        let costs = self.costs(&kinds);
-        let kind_entries: Vec<(String, KindOut)> = kinds
-            .iter()
-            .map(|k| {
-                let mut sizes = vec![k.sizes.0];
-                if k.sizes.1 != k.sizes.0 {
-                    sizes.push(k.sizes.1);
-                }
-                (
-                    k.kind.to_string(),
-                    KindOut {
-                        groups: k.groups,
-                        members: k.members,
-                        sizes,
-                    },
-                )
-            })
-            .collect();
+        let kinds = kind_lines(self.target);
+        let costs = costs(self.target, &kinds);
+        let kind_entries = kinds_out(&kinds);
         let mut map = s.serialize_map(None)?;
         map.serialize_entry("layout", l.shape().name())?;
         map.serialize_entry("expert_layout", &l.config().expert_layout.to_string())?;
@@ -386,16 +445,106 @@ impl Serialize for DescribeReport<'_> {
             map.serialize_entry("encoder_sizes", &SizesOut::from(e))?;
         }
         map.serialize_entry("why", &why)?;
-        map.serialize_entry(
-            "machine",
-            &MachineOut {
-                summary: machine_line(l, &self.topology),
-                gpus_per_node: self.topology.gpus_per_node(),
-                nodes_per_domain: self.topology.nodes_per_domain(),
-            },
-        )?;
+        map.serialize_entry("machine", &self.machine())?;
         map.serialize_entry("kinds", &Entries(&kind_entries))?;
         map.serialize_entry("listing", &costs)?;
+        map.end()
+    }
+}
+
+impl LayoutDescription<'_> {
+    /// The JSON of the machine.
+    fn machine(&self) -> MachineOut {
+        machine_out(self.target, &self.topology)
+    }
+}
+
+/// The JSON of the machine a target occupies.
+fn machine_out(target: &Target, topology: &Topology) -> MachineOut {
+    MachineOut {
+        summary: machine_line(target, topology),
+        gpus_per_node: topology.gpus_per_node(),
+        nodes_per_domain: topology.nodes_per_domain(),
+    }
+}
+
+/// `tp=2 stride 1, cp=2 stride 2`: dims with sizes and strides.
+fn dims_line(factors: &Factorisation) -> String {
+    factors
+        .dims
+        .iter()
+        .zip(&factors.strides)
+        .map(|((n, size), (_, stride))| format!("{n}={size} stride {}", thousands(*stride)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl fmt::Display for MeshDescription<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let m = &self.mesh.mesh;
+        let out = MeshOut::new(self.mesh);
+        let header = self.mesh.header();
+        if let Some(first) = header.first() {
+            writeln!(f, "{first}")?;
+        }
+        writeln!(
+            f,
+            "ranks     {} ({}..{}): rank = {} + sum of coord x stride (first dim fastest)",
+            thousands(u64::from(m.world_size())),
+            m.rank_offset(),
+            m.rank_end().saturating_sub(1),
+            m.rank_offset()
+        )?;
+        writeln!(f, "dims      {}", dims_line(&out.factors))?;
+        for view in &out.views {
+            write!(f, "view      {}: {}", view.name, dims_line(&view.factors))?;
+            if view.shared.is_empty() {
+                writeln!(f, " (shares no dim with the mesh)")?;
+            } else {
+                writeln!(
+                    f,
+                    " (shares {} with the mesh: the same groups, proven from sizes and strides)",
+                    view.shared.join(", ")
+                )?;
+            }
+        }
+        for (name, dims) in &out.flattens {
+            writeln!(
+                f,
+                "flatten   {name} = {dims} (its groups are those of the dim set {dims})"
+            )?;
+        }
+        writeln!(f, "machine   {}", machine_line(self.target, &self.topology))?;
+        write_sets_and_costs(f, self.target, "dim set")
+    }
+}
+
+impl Serialize for MeshDescription<'_> {
+    /// `{"mesh": {..}, "world_size", "first_rank", "last_rank", "machine":
+    /// {"summary", "gpus_per_node", "nodes_per_domain"}, "dim_sets": {SET:
+    /// {"groups", "members", "sizes"}}, "listing": {"members", "groups",
+    /// "dim_sets", "json_bytes", "full_bytes", "full_lines", "short_lines"}}`
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{Error as _, SerializeMap};
+        let m = &self.mesh.mesh;
+        let kinds = kind_lines(self.target);
+        let costs = costs(self.target, &kinds);
+        let entries = kinds_out(&kinds);
+        let mut map = s.serialize_map(None)?;
+        map.serialize_entry("mesh", &MeshOut::new(self.mesh))?;
+        map.serialize_entry("world_size", &m.world_size())?;
+        map.serialize_entry("first_rank", &m.rank_offset())?;
+        map.serialize_entry("last_rank", &m.rank_end().saturating_sub(1))?;
+        map.serialize_entry("machine", &machine_out(self.target, &self.topology))?;
+        map.serialize_entry("dim_sets", &Entries(&entries))?;
+        // The count of dim sets is "dim_sets", as the key above.
+        let mut listing = serde_json::to_value(&costs).map_err(S::Error::custom)?;
+        if let Some(map) = listing.as_object_mut() {
+            if let Some(n) = map.remove("kinds") {
+                map.insert("dim_sets".into(), n);
+            }
+        }
+        map.serialize_entry("listing", &listing)?;
         map.end()
     }
 }

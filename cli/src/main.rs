@@ -2,7 +2,10 @@
 //! launching it.
 //!
 //! A thin consumer of the library: [`args`] parses the command line,
-//! [`config`] merges the flags over a configuration file in one place,
+//! [`config`] merges the flags over a configuration file in one place
+//! ([`megatron`] reads Megatron-LM's arguments through the library's table),
+//! [`target`] builds what the commands work on (a layout or a mesh) and
+//! answers every report's questions of it,
 //! [`commands`] runs the subcommand (each has its module), and `main` maps
 //! the outcome to an exit status: 0 on success (and on a closed output
 //! pipe), 1 when `check --strict` fails, 2 for bad input with the error on
@@ -12,7 +15,7 @@
 //! [`suggest`] (the ranked orders, then the check of the best) stands on
 //! [`check`] (the spread table and warnings with fixes), which stands on
 //! [`ranking`] (every order scored), which stands on [`spread`] (each
-//! kind's spread and the table both print).
+//! kind's spread and the table both print), which stands on [`target`].
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![cfg_attr(
@@ -32,11 +35,13 @@ mod config;
 mod describe;
 mod error;
 mod format;
+mod megatron;
 mod ranking;
 mod render;
 mod report;
 mod spread;
 mod suggest;
+mod target;
 
 use std::io;
 use std::process::ExitCode;

@@ -1,81 +1,113 @@
 //! The ranking of orders shared by `suggest` and `check`'s fixes: every
-//! order of the layout's axes scored by how well it keeps bandwidth-hungry
-//! groups inside nodes and domains.
+//! order of a layout's axes, or of a mesh's dims, scored by how well it
+//! keeps bandwidth-hungry groups inside nodes and domains.
 //!
-//! The orders are the permutations of the axes of size > 1 (size-1 axes
-//! are left out); orders the layout rejects (ep not next to dp in the
-//! nested layout, folded grids whose pipelines differ) are skipped and
-//! counted. Each order is scored per tier of kinds, most important tier
-//! first (default `tp`, then `cp`/`ep`/`etp`, then `pp`, then `dp`): within
-//! a tier, the domains its groups span, the groups crossing domains, the
-//! nodes its groups span, the groups crossing nodes, summed over its kinds.
-//! Lower is better, compared tier by tier. Ties keep the given order first,
-//! then the order closest to Megatron-LM's `tp-cp-ep-dp-pp`.
+//! The orders are the permutations of the axes (dims) of size > 1 (size-1
+//! axes are left out; a mesh's size-1 dims stay where they are written);
+//! orders the layout rejects (ep not next to dp in the nested layout,
+//! folded grids whose pipelines differ), or in which a mesh's view or
+//! flatten no longer builds, are skipped and counted. Each order is scored
+//! per tier of kinds, most important tier first (default `tp`, then
+//! `cp`/`ep`/`etp`, then `pp`, then `dp`; for a mesh the dims so named, in
+//! the mesh and its views, and every other dim last): within a tier, the
+//! domains its groups span, the groups crossing domains, the nodes its
+//! groups span, the groups crossing nodes, summed over its kinds. Lower is
+//! better, compared tier by tier. Ties keep the given order first, then
+//! the order closest to Megatron-LM's `tp-cp-ep-dp-pp` (for a mesh, to the
+//! given order).
 
 use rank_layout::{Axis, Kind, Layout, Order, Topology};
 
 use crate::error::Failure;
 use crate::spread::{KindSpread, spreads};
+use crate::target::{DimSet, MeshTarget, Target, written};
 
-/// Tiers of kinds, most important first.
+/// Tiers of kinds (or dim sets), most important first.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Priority(pub Vec<Vec<Kind>>);
+pub struct Priority(pub Vec<Vec<DimSet>>);
 
 impl Priority {
-    /// Parses `tp,cp+ep+etp,pp,dp`: tiers separated by `,`, the kinds of a
-    /// tier joined by `+`.
+    /// Parses `tp,cp+ep+etp,pp,dp`: tiers separated by `,`, the kinds (dim
+    /// sets) of a tier joined by `+`.
     ///
     /// # Errors
-    /// [`Failure::Input`] for a name that is not a kind.
-    pub fn parse(text: &str) -> Result<Priority, Failure> {
+    /// [`Failure::Input`] for a name that is not a kind (or no dim set of
+    /// the mesh).
+    pub fn parse(text: &str, target: &Target) -> Result<Priority, Failure> {
         let tiers = text
             .split(',')
             .map(|tier| {
                 tier.split('+')
-                    .map(|name| name.trim().parse::<Kind>().map_err(Failure::from))
+                    .map(|name| target.parse_set(name.trim()))
                     .collect::<Result<Vec<_>, _>>()
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Priority(tiers))
     }
 
-    /// The default tiers, with hcp-0 standing in for cp when context
-    /// parallelism is hierarchical (the outer levels are meant to cross).
-    pub fn default_for(layout: &Layout) -> Priority {
-        let cp = if layout.hierarchical_cp().is_empty() {
-            Kind::CP
-        } else {
-            Kind::hcp(0)
-        };
-        Priority(vec![
-            vec![Kind::TP],
-            vec![cp, Kind::EP, Kind::ETP],
-            vec![Kind::PP],
-            vec![Kind::DP],
-        ])
+    /// The default tiers: for a layout, with hcp-0 standing in for cp when
+    /// context parallelism is hierarchical (the outer levels are meant to
+    /// cross); for a mesh, its dims (and its views' own) by name: tp; cp,
+    /// ep, etp; pp; every other dim.
+    pub fn default_for(target: &Target) -> Priority {
+        match target {
+            Target::Layout { layout, .. } => {
+                let cp = if layout.hierarchical_cp().is_empty() {
+                    Kind::CP
+                } else {
+                    Kind::hcp(0)
+                };
+                let tiers = [
+                    vec![Kind::TP],
+                    vec![cp, Kind::EP, Kind::ETP],
+                    vec![Kind::PP],
+                    vec![Kind::DP],
+                ];
+                Priority(
+                    tiers
+                        .into_iter()
+                        .map(|t| t.into_iter().map(DimSet::Kind).collect())
+                        .collect(),
+                )
+            }
+            Target::Mesh(m) => {
+                let mut tiers: Vec<Vec<DimSet>> = vec![Vec::new(); 4];
+                for (set, dim) in m.own_dims() {
+                    let tier = match dim.as_str() {
+                        "tp" => 0,
+                        "cp" | "ep" | "etp" => 1,
+                        "pp" => 2,
+                        _ => 3,
+                    };
+                    if let Some(t) = tiers.get_mut(tier) {
+                        t.push(DimSet::Mesh(set));
+                    }
+                }
+                Priority(tiers)
+            }
+        }
     }
 
-    /// The tiers restricted to the kinds `layout` has (others ignored).
-    fn present(&self, layout: &Layout) -> Vec<Vec<Kind>> {
+    /// The tiers restricted to the sets `target` has (others ignored).
+    fn present(&self, target: &Target) -> Vec<Vec<DimSet>> {
         self.0
             .iter()
-            .map(|tier| {
-                tier.iter()
-                    .copied()
-                    .filter(|k| layout.groups(*k).is_ok())
-                    .collect()
-            })
+            .map(|tier| tier.iter().filter(|k| target.has(k)).cloned().collect())
             .collect()
     }
 }
 
-/// One order, its layout and how its prioritised kinds fall.
+/// One order, its layout (or mesh) and how its prioritised kinds fall.
 #[derive(Debug, Clone)]
 pub struct Candidate {
-    /// The order.
-    pub order: Order,
-    /// The layout with that order.
-    pub layout: Layout,
+    /// The order: `tp-cp-dp-pp`, or a mesh's dims `tp=2,cp=2,dp=4`.
+    pub order: String,
+    /// The flag that gives it: `--order tp-cp-dp-pp`, `--mesh tp=2,...`.
+    pub flag: String,
+    /// Its fastest axis or dim of size > 1.
+    pub fastest: Option<String>,
+    /// The layout (or mesh) with that order.
+    pub target: Target,
     /// The prioritised kinds (of size > 1), tier by tier.
     pub spreads: Vec<KindSpread>,
     /// The score, lower is better: four numbers per tier.
@@ -128,7 +160,7 @@ fn big_axes(layout: &Layout) -> Vec<Axis> {
 }
 
 /// Every permutation of `items`.
-fn permutations(items: &[Axis]) -> Vec<Vec<Axis>> {
+fn permutations<T: Clone>(items: &[T]) -> Vec<Vec<T>> {
     if items.len() <= 1 {
         return vec![items.to_vec()];
     }
@@ -137,7 +169,7 @@ fn permutations(items: &[Axis]) -> Vec<Vec<Axis>> {
         let mut rest = items.to_vec();
         rest.remove(i);
         for mut tail in permutations(&rest) {
-            tail.insert(0, *first);
+            tail.insert(0, first.clone());
             out.push(tail);
         }
     }
@@ -159,13 +191,64 @@ fn inversions(order: &[Axis]) -> usize {
     n
 }
 
-/// Ranks every order of `layout`'s axes on `topology` by `priority`.
+/// How one candidate's prioritised sets fall: its score and the spreads
+/// of its sets of size > 1.
+fn score(
+    target: &Target,
+    topology: &Topology,
+    priority: &Priority,
+) -> Result<(Vec<u64>, Vec<KindSpread>), Failure> {
+    let mut score = Vec::new();
+    let mut all = Vec::new();
+    for tier in priority.present(target) {
+        let tier_spreads = spreads(target, &tier, topology)?;
+        score.extend(tier_score(&tier_spreads));
+        all.extend(tier_spreads.into_iter().filter(|k| k.spread.size > 1));
+    }
+    Ok((score, all))
+}
+
+/// Ranks every order of `target`'s axes (dims) on `topology` by `priority`.
 ///
 /// # Errors
 /// [`Failure::Input`] when the kinds cannot be placed (not expected for a
 /// valid layout).
 pub fn rank_orders(
+    target: &Target,
+    topology: &Topology,
+    priority: &Priority,
+) -> Result<Ranking, Failure> {
+    match target {
+        Target::Layout { layout, given } => rank_layout_orders(layout, given, topology, priority),
+        Target::Mesh(mesh) => rank_mesh_orders(mesh, topology, priority),
+    }
+}
+
+/// Sorts `candidates` (each with its distance from the reference order):
+/// by score, the given order first among equals, then the closest.
+fn ranked(
+    mut candidates: Vec<(usize, Candidate)>,
+    invalid: usize,
+    reason: Option<String>,
+) -> Ranking {
+    candidates.sort_by(|(ia, a), (ib, b)| {
+        a.score
+            .cmp(&b.score)
+            .then(b.given.cmp(&a.given))
+            .then(ia.cmp(ib))
+            .then_with(|| a.order.cmp(&b.order))
+    });
+    Ranking {
+        candidates: candidates.into_iter().map(|(_, c)| c).collect(),
+        invalid,
+        invalid_reason: reason,
+    }
+}
+
+/// [`rank_orders`] of a layout.
+fn rank_layout_orders(
     layout: &Layout,
+    given_config: &rank_layout::Config,
     topology: &Topology,
     priority: &Priority,
 ) -> Result<Ranking, Failure> {
@@ -196,34 +279,88 @@ pub fn rank_orders(
                 continue;
             }
         };
-        let mut score = Vec::new();
-        let mut all = Vec::new();
-        for tier in priority.present(&candidate) {
-            let tier_spreads = spreads(&candidate, &tier, topology)?;
-            score.extend(tier_score(&tier_spreads));
-            all.extend(tier_spreads.into_iter().filter(|k| k.spread.size > 1));
-        }
+        let candidate = Target::Layout {
+            layout: candidate,
+            given: given_config.clone(),
+        };
+        let (score, spreads) = score(&candidate, topology, priority)?;
         candidates.push((
             inversions(&axes),
             Candidate {
                 given: axes == given,
-                order,
-                layout: candidate,
-                spreads: all,
+                flag: format!("--order {order}"),
+                fastest: axes.first().map(|a| a.name().to_owned()),
+                order: order.to_string(),
+                target: candidate,
+                spreads,
                 score,
             },
         ));
     }
-    candidates.sort_by(|(ia, a), (ib, b)| {
-        a.score
-            .cmp(&b.score)
-            .then(b.given.cmp(&a.given))
-            .then(ia.cmp(ib))
-            .then_with(|| a.order.to_string().cmp(&b.order.to_string()))
-    });
-    Ok(Ranking {
-        candidates: candidates.into_iter().map(|(_, c)| c).collect(),
-        invalid,
-        invalid_reason,
-    })
+    Ok(ranked(candidates, invalid, invalid_reason))
+}
+
+/// How many pairs of `order` (positions in a reference order) are the
+/// other way round.
+fn swaps(order: &[usize]) -> usize {
+    let mut n = 0;
+    for (i, a) in order.iter().enumerate() {
+        n += order.iter().skip(i + 1).filter(|b| a > b).count();
+    }
+    n
+}
+
+/// [`rank_orders`] of a mesh: its dims of size > 1 permuted in their
+/// written places, views and flattens re-applied (an order where one no
+/// longer builds is skipped and counted).
+fn rank_mesh_orders(
+    mesh: &MeshTarget,
+    topology: &Topology,
+    priority: &Priority,
+) -> Result<Ranking, Failure> {
+    let dims = mesh.spec.dims.clone();
+    let big: Vec<usize> = (0..dims.len())
+        .filter(|i| dims.get(*i).is_some_and(|(_, s)| *s > 1))
+        .collect();
+    let mut candidates = Vec::new();
+    let mut invalid = 0;
+    let mut invalid_reason = None;
+    for order in permutations(&big) {
+        let mut written_dims = dims.clone();
+        for (slot, from) in big.iter().zip(&order) {
+            if let (Some(to), Some(dim)) = (written_dims.get_mut(*slot), dims.get(*from)) {
+                *to = dim.clone();
+            }
+        }
+        let text = written(&written_dims);
+        let candidate = match mesh.reordered(written_dims) {
+            Ok(candidate) => candidate,
+            Err(e) => {
+                invalid += 1;
+                invalid_reason.get_or_insert_with(|| format!("{text}: {e}"));
+                continue;
+            }
+        };
+        let fastest = candidate
+            .mesh
+            .dims()
+            .find(|(_, s)| *s > 1)
+            .map(|(n, _)| n.to_owned());
+        let flag = candidate.flag();
+        let candidate = Target::Mesh(candidate);
+        let (score, spreads) = score(&candidate, topology, priority)?;
+        candidates.push((
+            swaps(&order),
+            Candidate {
+                given: order == big,
+                order: text,
+                flag,
+                fastest,
+                target: candidate,
+                spreads,
+                score,
+            },
+        ));
+    }
+    Ok(ranked(candidates, invalid, invalid_reason))
 }

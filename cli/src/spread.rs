@@ -1,20 +1,21 @@
-//! Where each kind's groups fall on the machine: the library's
-//! [`Spread`] per kind, the kinds whose traffic needs a node's bandwidth,
-//! and the table both `check` and `suggest` print.
+//! Where each kind's (or dim set's) groups fall on the machine: the
+//! library's [`Spread`] per set, what travels in each, and the table both
+//! `check` and `suggest` print.
 
 use std::fmt;
 
-use rank_layout::{Kind, Layout, Spread, Topology};
+use rank_layout::{Kind, Spread, Topology};
 use serde::Serialize;
 
 use crate::error::Failure;
 use crate::format::{count, thousands};
+use crate::target::{DimSet, Target};
 
-/// One kind and how its groups fall.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// One kind (or dim set) and how its groups fall.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KindSpread {
-    /// The kind.
-    pub kind: Kind,
+    /// The kind or dim set.
+    pub kind: DimSet,
     /// How its groups fall on nodes and domains.
     pub spread: Spread,
     /// In an encoder + decoder layout, the size of the encoder's groups and
@@ -24,11 +25,12 @@ pub struct KindSpread {
 
 /// The sizes of the first and the last group of `kind`: the encoder's and
 /// the decoder's in an encoder + decoder layout (`None` in the others).
-fn part_sizes(layout: &Layout, kind: Kind) -> Option<(u32, u32)> {
-    if !layout.has_encoder() {
-        return None;
+fn part_sizes(target: &Target, kind: &DimSet) -> Option<(u32, u32)> {
+    match target {
+        Target::Layout { layout, .. } if layout.has_encoder() => {}
+        _ => return None,
     }
-    let mut groups = layout.groups(kind).ok()?;
+    let mut groups = target.groups(kind).ok()?;
     let first = groups.next()?.len();
     let last = groups.next_back().map_or(first, |g| g.len());
     Some((
@@ -41,41 +43,41 @@ fn part_sizes(layout: &Layout, kind: Kind) -> Option<(u32, u32)> {
 /// grid's strides (no group is listed for the grid kinds).
 ///
 /// # Errors
-/// [`Failure::Input`] for a kind `layout` does not have.
+/// [`Failure::Input`] for a kind `target` does not have.
 pub fn spreads(
-    layout: &Layout,
-    kinds: &[Kind],
+    target: &Target,
+    kinds: &[DimSet],
     topology: &Topology,
 ) -> Result<Vec<KindSpread>, Failure> {
     kinds
         .iter()
         .map(|kind| {
             Ok(KindSpread {
-                kind: *kind,
-                spread: layout.spread(*kind, topology)?,
-                sizes: part_sizes(layout, *kind),
+                kind: kind.clone(),
+                spread: target.spread(kind, topology)?,
+                sizes: part_sizes(target, kind),
             })
         })
         .collect()
 }
 
-/// The kinds whose traffic should stay inside a node by default, those of
-/// them that `layout` has: tp, cp (hcp-0, the innermost level, instead when
-/// context parallelism is hierarchical), ep and etp.
-pub fn critical_kinds(layout: &Layout) -> Vec<Kind> {
-    let cp = if layout.hierarchical_cp().is_empty() {
-        Kind::CP
-    } else {
-        Kind::hcp(0)
-    };
-    [Kind::TP, cp, Kind::EP, Kind::ETP]
-        .into_iter()
-        .filter(|k| layout.kinds().contains(k))
-        .collect()
+/// What travels in groups of `kind` (of a mesh: by its dim's name), for
+/// warnings.
+pub fn traffic(target: &Target, kind: &DimSet) -> String {
+    match kind {
+        DimSet::Kind(kind) => kind_traffic(*kind),
+        DimSet::Mesh(name) => {
+            let dim = target.single_dim(kind).map(|(d, _)| d);
+            match dim.as_deref().and_then(|d| d.parse::<Kind>().ok()) {
+                Some(k) if k.hcp_level().is_none() => kind_traffic(k),
+                _ => format!("{name} traffic"),
+            }
+        }
+    }
 }
 
-/// What travels in groups of `kind`, for warnings.
-pub fn traffic(kind: Kind) -> String {
+/// What travels in groups of a layout's `kind`.
+fn kind_traffic(kind: Kind) -> String {
     match kind {
         k if k == Kind::TP => "tensor-parallel traffic".into(),
         k if k == Kind::CP => "context-parallel traffic".into(),
@@ -125,15 +127,15 @@ impl From<&KindSpread> for SpreadOut {
     }
 }
 
-/// The machine a layout occupies, in words: `64 ranks on 8 nodes of 8
-/// GPUs (2 domains of 4 nodes)`.
-pub fn machine_line(layout: &Layout, topology: &Topology) -> String {
-    let first = layout.rank_offset();
-    let last = u32::try_from(layout.rank_end().saturating_sub(1)).unwrap_or(u32::MAX);
+/// The machine a layout (or mesh) occupies, in words: `64 ranks on 8
+/// nodes of 8 GPUs (2 domains of 4 nodes)`.
+pub fn machine_line(target: &Target, topology: &Topology) -> String {
+    let first = target.rank_offset();
+    let last = u32::try_from(target.rank_end().saturating_sub(1)).unwrap_or(u32::MAX);
     let nodes = topology.node(last) - topology.node(first) + 1;
     let mut line = format!(
         "{} on {} of {} GPUs",
-        count(u64::from(layout.world_size()), "rank", "ranks"),
+        count(u64::from(target.world_size()), "rank", "ranks"),
         count(u64::from(nodes), "node", "nodes"),
         topology.gpus_per_node()
     );
@@ -156,9 +158,9 @@ pub fn machine_line(layout: &Layout, topology: &Topology) -> String {
     line
 }
 
-/// The per-kind table of `check` and `suggest`; in an encoder + decoder
-/// layout a size reads `encoder/decoder` (`2/4`) when the encoder's groups
-/// and the decoder's differ.
+/// The per-kind (or per-dim-set) table of `check` and `suggest`; in an
+/// encoder + decoder layout a size reads `encoder/decoder` (`2/4`) when the
+/// encoder's groups and the decoder's differ.
 pub struct SpreadTable<'a>(pub &'a [KindSpread]);
 
 impl fmt::Display for SpreadTable<'_> {
@@ -168,7 +170,12 @@ impl fmt::Display for SpreadTable<'_> {
             .iter()
             .any(|k| k.spread.cross_domain_groups.is_some());
         let number = |n: u32| thousands(u64::from(n));
-        let mut header = vec!["kind", "groups", "size", "cross-node", "max nodes"];
+        let first = if self.0.iter().any(|k| matches!(k.kind, DimSet::Mesh(_))) {
+            "dim set"
+        } else {
+            "kind"
+        };
+        let mut header = vec![first, "groups", "size", "cross-node", "max nodes"];
         if domains {
             header.extend(["cross-domain", "max domains"]);
         }

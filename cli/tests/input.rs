@@ -263,7 +263,11 @@ fn numeric_flags_name_the_flag_and_the_value() {
     for (args, flag, value) in [
         ("groups --tp -1", "--tp", "-1"),
         ("groups --tp=-1", "--tp", "-1"),
-        ("groups --tensor-model-parallel-size -2", "--tp", "-2"),
+        (
+            "groups --tensor-model-parallel-size -2",
+            "--tensor-model-parallel-size",
+            "-2",
+        ),
         ("groups --cp -1", "--cp", "-1"),
         ("groups --ep -1", "--ep", "-1"),
         ("groups --dp -1", "--dp", "-1"),

@@ -1,5 +1,6 @@
 //! The planner's modules are layered: `suggest` stands on `check`, `check`
-//! on `ranking`, `ranking` on `spread`; none imports a module above it.
+//! on `ranking`, `ranking` on `spread`, `spread` on `target` (a layout or a
+//! mesh); none imports a module above it.
 
 use std::path::Path;
 
@@ -20,7 +21,7 @@ fn imports(file: &str) -> Vec<String> {
 
 #[test]
 fn planner_modules_import_only_those_below() {
-    let layers = ["suggest", "check", "ranking", "spread"];
+    let layers = ["suggest", "check", "ranking", "spread", "target"];
     for (i, module) in layers.iter().enumerate() {
         let used = imports(&format!("{module}.rs"));
         for above in &layers[..=i] {
@@ -33,4 +34,15 @@ fn planner_modules_import_only_those_below() {
     // And the ranking is where both find it.
     assert!(imports("check.rs").contains(&"ranking".to_owned()));
     assert!(imports("suggest.rs").contains(&"ranking".to_owned()));
+    // And every report takes the target, never builds its own.
+    for report in [
+        "check.rs",
+        "suggest.rs",
+        "describe.rs",
+        "report/groups.rs",
+        "report/rank.rs",
+        "render/mod.rs",
+    ] {
+        assert!(imports(report).contains(&"target".to_owned()), "{report}");
+    }
 }

@@ -1,7 +1,7 @@
-//! `rank-layout render`: a picture of a layout on its machine.
+//! `rank-layout render`: a picture of a layout (or mesh) on its machine.
 //!
 //! Nodes are rows, GPUs are cells labelled with their rank, one panel per
-//! kind, each group its own colour; node (and domain) boundaries are drawn
+//! kind (dim set), each group its own colour; node (and domain) boundaries are drawn
 //! and an encoder's cells are hatched and fenced off from the decoder's.
 //! Past `--max-ranks` only the first nodes, the nodes where the encoder
 //! ends and the last node are drawn, and the picture says so.
@@ -23,8 +23,10 @@ use crate::error::Failure;
 use crate::format::{Shorten, count, experts, thousands};
 use crate::report::groups::groups_heading;
 use crate::spread::machine_line;
+use crate::target::{DimSet, MeshTarget, Target};
 
-/// The kinds drawn when none is given.
+/// The kinds of a layout drawn when none is given (a mesh's: every dim
+/// set, as `groups` lists them).
 pub const DEFAULT_KINDS: [Kind; 4] = [Kind::TP, Kind::CP, Kind::PP, Kind::DP];
 
 /// Member lists in tooltips and the legend are not scanned past this many
@@ -63,8 +65,8 @@ pub struct Slot {
 /// One kind's panel.
 #[derive(Debug, Clone)]
 pub struct Panel {
-    /// The kind.
-    pub kind: Kind,
+    /// The kind (dim set).
+    pub kind: DimSet,
     /// `"8 groups of 4 ranks"`.
     pub heading: String,
     /// The legend's lines: colour index and text, for the first groups.
@@ -77,7 +79,7 @@ pub struct Panel {
 /// asked of the layout when it is written.
 #[derive(Debug, Clone)]
 pub struct Picture<'a> {
-    layout: &'a Layout,
+    target: &'a Target,
     topology: Topology,
     /// The title line.
     pub title: String,
@@ -103,31 +105,35 @@ pub struct Picture<'a> {
 const LEGEND_GROUPS: u64 = 48;
 
 impl<'a> Picture<'a> {
-    /// The picture of `kinds` of `layout` (the default four when empty) on
-    /// `topology`, drawing every rank up to `max_ranks`.
+    /// The picture of `kinds` of `target` (a layout's default four, a
+    /// mesh's every dim set, when empty) on `topology`, drawing every rank
+    /// up to `max_ranks`.
     ///
     /// # Errors
-    /// [`Failure::Input`] for a kind `layout` does not have;
+    /// [`Failure::Input`] for a kind `target` does not have;
     /// [`Failure::Message`] when one node has more GPUs than `max_ranks`.
     pub fn new(
-        layout: &'a Layout,
+        target: &'a Target,
         topology: Topology,
-        kinds: &[Kind],
+        kinds: &[DimSet],
         max_ranks: u32,
     ) -> Result<Picture<'a>, Failure> {
-        let kinds = if kinds.is_empty() {
-            DEFAULT_KINDS.to_vec()
-        } else {
-            kinds.to_vec()
+        let kinds = match target {
+            _ if !kinds.is_empty() => kinds.to_vec(),
+            Target::Layout { .. } => DEFAULT_KINDS.iter().copied().map(DimSet::Kind).collect(),
+            Target::Mesh(_) => target.all_sets(),
         };
         let g = topology.gpus_per_node();
-        let first = u64::from(layout.rank_offset());
-        let end = layout.rank_end();
+        let first = u64::from(target.rank_offset());
+        let end = target.rank_end();
         let last = end.saturating_sub(1);
         let node_of = |r: u64| r / u64::from(g);
-        let encoder_end = layout
-            .has_encoder()
-            .then(|| first + u64::from(layout.encoder_world_size()));
+        let encoder_end = match target {
+            Target::Layout { layout, .. } => layout
+                .has_encoder()
+                .then(|| first + u64::from(layout.encoder_world_size())),
+            Target::Mesh(_) => None,
+        };
         if g > max_ranks {
             return Err(Failure::Message(format!(
                 "one node of {g} GPUs is more than --max-ranks {max_ranks} cells: raise --max-ranks or give fewer --gpus-per-node"
@@ -178,39 +184,23 @@ impl<'a> Picture<'a> {
 
         let panels = kinds
             .iter()
-            .map(|kind| panel(layout, *kind))
+            .map(|kind| panel(target, kind))
             .collect::<Result<Vec<_>, _>>()?;
-
-        let s = layout.sizes();
-        let mut title = format!(
-            "{}: tp={} cp={} ep={} dp={} pp={}, order {}",
-            count(end - first, "rank", "ranks"),
-            s.tp,
-            s.cp,
-            s.ep,
-            s.dp,
-            s.pp,
-            layout.config().order
-        );
-        if let Some(e) = layout.encoder_sizes() {
-            title.push_str(&format!(
-                "; encoder tp={} pp={} on ranks {first}..{}",
-                e.tp,
-                e.pp,
-                encoder_end.unwrap_or(first).saturating_sub(1)
-            ));
-        }
-        title.push_str(&format!(", {}", experts(layout.config().expert_layout)));
-        if layout.config().expert_layout == ExpertLayout::Folded {
-            title.push_str(&format!(": etp={} edp={}", s.etp, s.edp));
-        }
+        let title = match target {
+            Target::Layout { layout, .. } => layout_title(layout, first, end, encoder_end),
+            Target::Mesh(_) => format!(
+                "{}: {}",
+                count(end - first, "rank", "ranks"),
+                target.title()
+            ),
+        };
         Ok(Picture {
-            layout,
+            target,
             topology,
             title,
             machine: format!(
                 "{}; a row per node, a cell per GPU labelled with its rank, a colour per group",
-                machine_line(layout, &topology)
+                machine_line(target, &topology)
             ),
             note,
             gpus_per_node: g,
@@ -268,23 +258,40 @@ impl<'a> Picture<'a> {
     }
 
     /// Where `rank` is among the groups of `kind`.
-    pub fn slot(&self, kind: Kind, rank: u32) -> Slot {
-        match self.layout.memberships(rank, kind) {
-            Ok(m) => Slot {
-                index: m.first().map(|m| m.color),
-                groups: m.len(),
+    pub fn slot(&self, kind: &DimSet, rank: u32) -> Slot {
+        let none = Slot {
+            index: None,
+            groups: 0,
+        };
+        match (self.target, kind) {
+            (Target::Layout { layout, .. }, DimSet::Kind(kind)) => {
+                match layout.memberships(rank, *kind) {
+                    Ok(m) => Slot {
+                        index: m.first().map(|m| m.color),
+                        groups: m.len(),
+                    },
+                    Err(_) => none,
+                }
+            }
+            (Target::Mesh(m), DimSet::Mesh(name)) => match m.mesh.split(rank, name) {
+                Ok(split) => Slot {
+                    index: Some(split.color),
+                    groups: 1,
+                },
+                Err(_) => none,
             },
-            Err(_) => Slot {
-                index: None,
-                groups: 0,
-            },
+            _ => none,
         }
     }
 
     /// The tooltip of `rank`: node, coordinates and its groups of the
     /// panels' kinds.
     pub fn tooltip(&self, rank: u32) -> String {
-        let (layout, topology) = (self.layout, &self.topology);
+        let layout = match self.target {
+            Target::Layout { layout, .. } => layout,
+            Target::Mesh(m) => return self.mesh_tooltip(m, rank),
+        };
+        let topology = &self.topology;
         let Ok(p) = layout.placement(rank) else {
             return format!("rank {rank}");
         };
@@ -308,7 +315,9 @@ impl<'a> Picture<'a> {
             scan_limit: TOOLTIP_SCAN,
         };
         for panel in &self.panels {
-            let kind = panel.kind;
+            let DimSet::Kind(kind) = panel.kind else {
+                continue;
+            };
             let memberships = layout.memberships(rank, kind).unwrap_or_default();
             if memberships.is_empty() {
                 text.push_str(&format!("\n{kind}: in no group"));
@@ -327,11 +336,91 @@ impl<'a> Picture<'a> {
         }
         text
     }
+
+    /// The tooltip of `rank` in a mesh: node, coordinates in the mesh and
+    /// each view, and its group of each panel's dim set.
+    fn mesh_tooltip(&self, m: &MeshTarget, rank: u32) -> String {
+        let topology = &self.topology;
+        let mut text = format!(
+            "rank {rank}: node {}, GPU {}",
+            topology.node(rank),
+            topology.local(rank)
+        );
+        if let Some(d) = topology.domain(rank) {
+            text.push_str(&format!(", domain {d}"));
+        }
+        let coords = |c: rank_layout::MeshCoord<'_>| {
+            c.iter()
+                .map(|(n, v)| format!("{n}={v}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        if let Ok(c) = m.mesh.coord(rank) {
+            text.push_str(&format!("\n{}", coords(c)));
+        }
+        for view in m.mesh.views() {
+            if let Ok(c) = m.mesh.coord_in(rank, view) {
+                text.push_str(&format!("\n{view}: {}", coords(c)));
+            }
+        }
+        let how = Shorten {
+            full: false,
+            scan_limit: TOOLTIP_SCAN,
+        };
+        for panel in &self.panels {
+            let name = panel.kind.to_string();
+            let Ok(split) = m.mesh.split(rank, &name) else {
+                continue;
+            };
+            let group = m
+                .mesh
+                .groups(&name)
+                .ok()
+                .and_then(|mut g| g.nth(split.color as usize));
+            if let Some(group) = group {
+                text.push_str(&format!(
+                    "\n{name}: group {} (key {}): {}",
+                    split.color,
+                    split.key,
+                    how.members(&group)
+                ));
+            }
+        }
+        text
+    }
+}
+
+/// The title of a layout's picture: sizes, order, encoder, experts.
+fn layout_title(layout: &Layout, first: u64, end: u64, encoder_end: Option<u64>) -> String {
+    let s = layout.sizes();
+    let mut title = format!(
+        "{}: tp={} cp={} ep={} dp={} pp={}, order {}",
+        count(end - first, "rank", "ranks"),
+        s.tp,
+        s.cp,
+        s.ep,
+        s.dp,
+        s.pp,
+        layout.config().order
+    );
+    if let Some(e) = layout.encoder_sizes() {
+        title.push_str(&format!(
+            "; encoder tp={} pp={} on ranks {first}..{}",
+            e.tp,
+            e.pp,
+            encoder_end.unwrap_or(first).saturating_sub(1)
+        ));
+    }
+    title.push_str(&format!(", {}", experts(layout.config().expert_layout)));
+    if layout.config().expert_layout == ExpertLayout::Folded {
+        title.push_str(&format!(": etp={} edp={}", s.etp, s.edp));
+    }
+    title
 }
 
 /// The panel of `kind`: its heading and legend.
-fn panel(layout: &Layout, kind: Kind) -> Result<Panel, Failure> {
-    let groups = layout.groups(kind)?;
+fn panel(target: &Target, kind: &DimSet) -> Result<Panel, Failure> {
+    let groups = target.groups(kind)?;
     let heading = groups_heading(&groups);
     let how = Shorten {
         full: false,
@@ -344,7 +433,7 @@ fn panel(layout: &Layout, kind: Kind) -> Result<Panel, Failure> {
         .map(|(i, group)| (i as u32, how.members(&group)))
         .collect();
     Ok(Panel {
-        kind,
+        kind: kind.clone(),
         heading,
         legend,
         legend_more: total.saturating_sub(LEGEND_GROUPS),

@@ -269,7 +269,7 @@ fn write_node(
             )?;
             continue;
         }
-        let slot = u32::try_from(rank).ok().map(|r| p.slot(panel.kind, r));
+        let slot = u32::try_from(rank).ok().map(|r| p.slot(&panel.kind, r));
         let (class, fill, group) = match slot.and_then(|s| s.index) {
             Some(i) => ("cell", color(i), i.to_string()),
             None => ("cell nogroup", "#ffffff".to_string(), "none".to_string()),

@@ -1,12 +1,15 @@
-//! `rank-layout groups`: every group of some kinds of a layout.
+//! `rank-layout groups`: every group of some kinds of a layout (or dim
+//! sets of a mesh).
 
 use std::fmt;
 
-use rank_layout::{Config, ExpertLayout, Group, Groups, Kind, Layout};
+use rank_layout::{Config, ExpertLayout, Group, Groups, Layout};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
 use super::Entries;
+use super::mesh::MeshOut;
 use crate::format::{Shorten, count, experts, thousands, write_members};
+use crate::target::{DimSet, MeshTarget, Target};
 
 /// Kinds with more groups than this list only the first [`HEAD_ROWS`] and
 /// the last [`TAIL_ROWS`] in the table format (unless `--full`).
@@ -16,25 +19,52 @@ const HEAD_ROWS: usize = 32;
 /// Groups listed last when a kind has more than [`MAX_ROWS`].
 const TAIL_ROWS: usize = 4;
 
-/// The groups of some kinds of a layout.
+/// The groups of some kinds of a layout (dim sets of a mesh).
 ///
 /// Groups are computed while printing or serializing, never stored.
 #[derive(Debug, Clone)]
 pub struct GroupsReport<'a> {
-    layout: &'a Layout,
-    kinds: Vec<Kind>,
+    target: &'a Target,
+    kinds: Vec<DimSet>,
     full: bool,
 }
 
 impl<'a> GroupsReport<'a> {
-    /// A report of `kinds` (kinds of `layout`, checked by the caller); the
+    /// A report of `kinds` (sets of `target`, checked by the caller); the
     /// table lists every member and group when `full`.
-    pub fn new(layout: &'a Layout, kinds: Vec<Kind>, full: bool) -> GroupsReport<'a> {
+    pub fn new(target: &'a Target, kinds: Vec<DimSet>, full: bool) -> GroupsReport<'a> {
         GroupsReport {
-            layout,
+            target,
             kinds,
             full,
         }
+    }
+}
+
+/// Writes the lines that name a mesh: its dims (and ranks), its views and
+/// flattens.
+pub fn write_mesh_header(f: &mut impl fmt::Write, m: &MeshTarget) -> fmt::Result {
+    for (i, line) in m.header().into_iter().enumerate() {
+        if i == 0 {
+            writeln!(
+                f,
+                "{line}, {} {}..{}",
+                count(u64::from(m.mesh.world_size()), "rank", "ranks"),
+                m.mesh.rank_offset(),
+                m.mesh.rank_end().saturating_sub(1)
+            )?;
+        } else {
+            writeln!(f, "{line}")?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes the lines that name a layout or a mesh.
+pub fn write_header(f: &mut impl fmt::Write, target: &Target) -> fmt::Result {
+    match target {
+        Target::Layout { layout, .. } => write_layout_header(f, layout),
+        Target::Mesh(m) => write_mesh_header(f, m),
     }
 }
 
@@ -121,15 +151,15 @@ fn write_row(
 
 impl fmt::Display for GroupsReport<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let l = self.layout;
-        write_layout_header(f, l)?;
+        let l = self.target;
+        write_header(f, l)?;
         writeln!(
             f,
             "index = the group's comm-split color; key = a rank's position in the member list (its comm-split key)"
         )?;
         let how = Shorten::new(self.full);
         for kind in &self.kinds {
-            let Ok(groups) = l.groups(*kind) else {
+            let Ok(groups) = l.groups(kind) else {
                 continue;
             };
             writeln!(f, "\n{kind} ({})", groups_heading(&groups))?;
@@ -168,7 +198,7 @@ impl fmt::Display for GroupsReport<'_> {
                 write_row(f, i, &group, widths, how)?;
             }
         }
-        if !self.full && self.kinds.iter().any(|k| is_shortened(l, *k)) {
+        if !self.full && self.kinds.iter().any(|k| is_shortened(l, k)) {
             writeln!(
                 f,
                 "\n(long lists shortened: first..last step s (n ranks) is an arithmetic run, both ends included; --full or --format json lists every member of the {} ranks)",
@@ -181,8 +211,8 @@ impl fmt::Display for GroupsReport<'_> {
 
 /// Whether the table of `kind` shortens something: more groups than it
 /// lists, or a group longer than a short list.
-fn is_shortened(layout: &Layout, kind: Kind) -> bool {
-    layout.groups(kind).is_ok_and(|groups| {
+fn is_shortened(target: &Target, kind: &DimSet) -> bool {
+    target.groups(kind).is_ok_and(|groups| {
         let mut ends = groups.clone();
         let longest = ends
             .next()
@@ -213,24 +243,31 @@ struct ConfigOut<'a> {
 }
 
 impl Serialize for GroupsReport<'_> {
-    /// `{"world_size": .., "config": {..}, "groups": {kind: [[rank, ..], ..]}}`
+    /// `{"world_size": .., "config": {..}, "groups": {kind: [[rank, ..], ..]}}`;
+    /// for a mesh `{"world_size": .., "mesh": {..}, "groups": {set: [[rank,
+    /// ..], ..]}}`.
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let l = self.layout;
-        let config = l.config();
+        let t = self.target;
         let mut map = s.serialize_map(Some(3))?;
-        map.serialize_entry("world_size", &l.world_size())?;
-        map.serialize_entry(
-            "config",
-            &ConfigOut {
-                config,
-                edp: config.etp.map(|_| l.sizes().edp),
-                encoder_world_size: l.has_encoder().then(|| l.encoder_world_size()),
-            },
-        )?;
+        map.serialize_entry("world_size", &t.world_size())?;
+        match t {
+            Target::Layout { layout: l, .. } => {
+                let config = l.config();
+                map.serialize_entry(
+                    "config",
+                    &ConfigOut {
+                        config,
+                        edp: config.etp.map(|_| l.sizes().edp),
+                        encoder_world_size: l.has_encoder().then(|| l.encoder_world_size()),
+                    },
+                )?;
+            }
+            Target::Mesh(m) => map.serialize_entry("mesh", &MeshOut::new(m))?,
+        }
         let groups: Vec<(String, AllGroups<'_>)> = self
             .kinds
             .iter()
-            .filter_map(|k| Some((k.to_string(), AllGroups(l.groups(*k).ok()?))))
+            .filter_map(|k| Some((k.to_string(), AllGroups(t.groups(k).ok()?))))
             .collect();
         map.serialize_entry("groups", &Entries(&groups))?;
         map.end()

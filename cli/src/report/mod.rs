@@ -1,50 +1,22 @@
-//! Reports of a layout as the command line prints them: a readable table
-//! (`Display`) and JSON (`Serialize`), whose shapes docs/semantics.md states.
+//! Reports of a layout (or mesh) as the command line prints them: a
+//! readable table (`Display`) and JSON (`Serialize`).
 //!
 //! - [`groups`]: every group of some kinds (`rank-layout groups`);
-//! - [`rank`]: one rank's card (`rank-layout rank R`).
+//! - [`rank`]: one rank's card (`rank-layout rank R`);
+//! - [`mesh`]: a mesh described for JSON.
 
 pub mod groups;
+pub mod mesh;
 pub mod rank;
 
 use std::fmt;
 use std::io::{self, BufWriter, Write};
 
-use rank_layout::{Kind, Layout, Sizes};
+use rank_layout::Sizes;
 use serde::Serialize;
 
 use crate::args::Format;
 use crate::error::Failure;
-
-/// The kinds named on the command line, parsed, without repeats.
-///
-/// # Errors
-/// [`Failure::Input`] for a name that is not a kind.
-pub fn parse_kinds(names: &[String]) -> Result<Vec<Kind>, Failure> {
-    let mut kinds: Vec<Kind> = Vec::with_capacity(names.len());
-    for name in names {
-        let kind: Kind = name.parse()?;
-        if !kinds.contains(&kind) {
-            kinds.push(kind);
-        }
-    }
-    Ok(kinds)
-}
-
-/// `kinds`, or every kind of the layout when empty; each checked to be a
-/// kind of `layout`.
-///
-/// # Errors
-/// [`Failure::Input`] for a kind the layout does not have.
-pub fn kinds_or_all(layout: &Layout, kinds: &[Kind]) -> Result<Vec<Kind>, Failure> {
-    if kinds.is_empty() {
-        return Ok(layout.kinds().to_vec());
-    }
-    for kind in kinds {
-        let _ = layout.groups(*kind)?;
-    }
-    Ok(kinds.to_vec())
-}
 
 /// Prints `value` on stdout as a table (`Display`) or one line of JSON.
 ///

@@ -52,3 +52,25 @@ pub fn temp_dir(name: &str) -> std::path::PathBuf {
     std::fs::create_dir_all(&dir).expect("a temporary directory");
     dir
 }
+
+/// The stdout of a command given as separate arguments, which must succeed.
+pub fn stdout_args(args: &[&str]) -> String {
+    let out = run_args(args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{args:?}: {stderr}");
+    String::from_utf8(out.stdout).expect("utf-8 output")
+}
+
+/// Asserts that `args` exit with status 2, print nothing on stdout and
+/// `needle` on stderr; returns stderr.
+pub fn fails_with_args(args: &[&str], needle: &str) -> String {
+    let out = run_args(args);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+    assert!(out.stdout.is_empty(), "{args:?} printed on stdout");
+    assert!(
+        stderr.contains(needle),
+        "{args:?}: {stderr:?} lacks {needle:?}"
+    );
+    stderr
+}
