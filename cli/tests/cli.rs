@@ -125,7 +125,7 @@ fn table_output_is_readable() {
     assert!(text.contains("tp (2 groups of 2 ranks)"), "{text}");
     assert!(text.contains("comm-split color"), "{text}");
     assert!(text.contains("comm-split key"), "{text}");
-    assert!(text.contains("index  size  members"), "{text}");
+    assert!(text.contains("color  size  members"), "{text}");
     // Rows: index, size, members.
     let rows: Vec<Vec<&str>> = text
         .lines()

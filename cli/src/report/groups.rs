@@ -130,17 +130,17 @@ pub fn group_sizes(groups: &Groups<'_>) -> (usize, usize) {
     (first.min(last), first.max(last))
 }
 
-/// One table row: index, size, members.
+/// One table row: color, size, members.
 fn write_row(
     f: &mut fmt::Formatter<'_>,
-    index: usize,
+    color: usize,
     group: &Group,
     widths: (usize, usize),
     how: Shorten,
 ) -> fmt::Result {
     write!(
         f,
-        "  {index:>iw$}  {:>sw$}  ",
+        "  {color:>iw$}  {:>sw$}  ",
         group.len(),
         iw = widths.0,
         sw = widths.1
@@ -155,7 +155,7 @@ impl fmt::Display for GroupsReport<'_> {
         write_header(f, l)?;
         writeln!(
             f,
-            "index = the group's comm-split color; key = a rank's position in the member list (its comm-split key)"
+            "color = the group's number among its kind's groups (comm-split color); key = a rank's position in the member list (comm-split key)"
         )?;
         let how = Shorten::new(self.full);
         for kind in &self.kinds {
@@ -165,13 +165,13 @@ impl fmt::Display for GroupsReport<'_> {
             writeln!(f, "\n{kind} ({})", groups_heading(&groups))?;
             let n = groups.len();
             let widths = (
-                "index".len().max(n.saturating_sub(1).to_string().len()),
+                "color".len().max(n.saturating_sub(1).to_string().len()),
                 "size".len().max(l.world_size().to_string().len().min(10)),
             );
             writeln!(
                 f,
                 "  {:>iw$}  {:>sw$}  members",
-                "index",
+                "color",
                 "size",
                 iw = widths.0,
                 sw = widths.1
@@ -188,7 +188,7 @@ impl fmt::Display for GroupsReport<'_> {
             let hidden = n - HEAD_ROWS - TAIL_ROWS;
             writeln!(
                 f,
-                "  {:>iw$}  … {} not shown (indexes {HEAD_ROWS}..{}; --full lists them, `rank R` shows one rank's)",
+                "  {:>iw$}  … {} not shown (colors {HEAD_ROWS}..{}; --full lists them, `rank R` shows one rank's)",
                 "",
                 count(hidden as u64, "group", "groups"),
                 n - TAIL_ROWS - 1,
