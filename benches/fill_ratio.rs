@@ -1,7 +1,9 @@
 //! Fill against a plain write, timed the simple way: every kind of a
 //! layout (every dim set of up to three dims of a mesh) filled into one
 //! buffer, against `buf[i] = i` over the same length, each the best of
-//! three single runs on a buffer already written once. Criterion's
+//! three single runs on a buffer already written once, the two alternating
+//! round by round (`FILL_RATIO_ORDER=fill-first` or `write-first` times
+//! one loop's three runs before the other's: see DESIGN.md). Criterion's
 //! `enumerate` benchmarks measure the same with many iterations; this one
 //! is what a user timing one call sees. `cargo bench --bench fill_ratio`.
 
@@ -29,8 +31,10 @@ fn sequential(buf: &mut [u32]) {
 fn compare(name: &str, len: usize, fill: &mut dyn FnMut(&mut [u32])) {
     let mut buf = vec![0u32; len];
     sequential(&mut buf); // fault the pages in
+    // Which loop is timed first matters (DESIGN.md): rounds alternate
+    // unless FILL_RATIO_ORDER says fill-first or write-first.
     let order = std::env::var("FILL_RATIO_ORDER").unwrap_or_default();
-    let (f, w) = if order == "interleave" {
+    let (f, w) = if order != "fill-first" && order != "write-first" {
         let (mut f, mut w) = (f64::MAX, f64::MAX);
         for _ in 0..3 {
             let t = Instant::now();
