@@ -15,41 +15,50 @@
 //!   `rank/megatron-scan/131072`: Megatron-LM's way (build every group,
 //!   keep the ones holding the rank).
 //!
+//! - `mesh/fill-up-to-3-dims/1048576`: every dim set of up to three dims
+//!   of a 6-dim mesh of 1,048,576 ranks (41 sets) filled one after the
+//!   other into one buffer; `mesh/fill-baseline/1048576`: a sequential write
+//!   of the same length.
+//! - `mesh/splits-16-dim-sets/1048576`: one rank's color and key in 16 dim
+//!   sets of the mesh and of a view, in one pass (`Mesh::split_plan`).
+//!
 //! Every closure checks its result.
 
 use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use rank_layout::{Config, Kind, Layout};
+use rank_layout::{Config, ExpertLayout, Kind, Layout, Mesh};
 
 #[path = "../tests/common/mod.rs"]
 mod common;
 
 /// tp=8, cp=2, ep=8, pp=16 and `world` ranks (dp = world / 256).
 fn dense(world: u32) -> Layout {
-    Layout::new(&Config {
-        tp: 8,
-        cp: 2,
-        ep: 8,
-        pp: 16,
-        world_size: Some(world),
-        ..Config::default()
-    })
+    Layout::new(
+        &Config::new()
+            .tp(8)
+            .cp(2)
+            .ep(8)
+            .pp(16)
+            .world_size(Some(world))
+            .expert_layout(ExpertLayout::Nested),
+    )
     .expect("a valid layout")
 }
 
 /// Encoder tp=4 pp=2 before a decoder with tp=8, cp=2, pp=8, dp=1024: 147,456 ranks.
 fn encdec() -> Layout {
-    Layout::new(&Config {
-        tp: 8,
-        cp: 2,
-        pp: 8,
-        dp: Some(1024),
-        encoder_tp: Some(4),
-        encoder_pp: Some(2),
-        ..Config::default()
-    })
+    Layout::new(
+        &Config::new()
+            .tp(8)
+            .cp(2)
+            .pp(8)
+            .dp(Some(1024))
+            .encoder_tp(Some(4))
+            .encoder_pp(Some(2))
+            .expert_layout(ExpertLayout::Nested),
+    )
     .expect("a valid layout")
 }
 
@@ -165,5 +174,102 @@ fn rank(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, enumerate, rank);
+/// The 6-dim mesh of the mesh benchmarks: 1,048,576 ranks.
+fn mesh6() -> Mesh {
+    Mesh::new([
+        ("tp", 16),
+        ("cp", 8),
+        ("ep", 8),
+        ("dp", 8),
+        ("pp", 8),
+        ("x", 16),
+    ])
+    .expect("a valid mesh")
+    .view(
+        "expert",
+        &[("etp", 4), ("moe", 256), ("edp", 128), ("x", 8)],
+        &[],
+    )
+    .expect("a valid view")
+}
+
+/// Every dim set of up to three dims of `mesh`'s own dims.
+fn small_sets(mesh: &Mesh) -> Vec<String> {
+    let dims: Vec<String> = mesh.dims().map(|(n, _)| n.to_owned()).collect();
+    let mut out = Vec::new();
+    for bits in 1u32..(1 << dims.len()) {
+        if bits.count_ones() <= 3 {
+            let chosen: Vec<&str> = dims
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| bits & (1 << i) != 0)
+                .map(|(_, d)| d.as_str())
+                .collect();
+            out.push(chosen.join("-"));
+        }
+    }
+    out
+}
+
+fn mesh(c: &mut Criterion) {
+    let mut g = c.benchmark_group("mesh");
+    g.sample_size(10).measurement_time(Duration::from_secs(10));
+    let mesh = mesh6();
+    let sets = small_sets(&mesh);
+    assert_eq!(sets.len(), 41);
+    let world = mesh.world_size() as usize;
+    let mut buf = vec![0u32; world * sets.len()];
+    g.bench_function(BenchmarkId::new("fill-up-to-3-dims", world), |b| {
+        b.iter(|| {
+            let mut at = 0;
+            for s in &sets {
+                at += mesh
+                    .groups(s)
+                    .expect("a dim set")
+                    .fill(&mut black_box(&mut buf)[at..])
+                    .expect("room");
+            }
+            assert_eq!(at, buf.len());
+            assert_eq!(buf[world - 1] as usize, world - 1); // "tp": the last group ends the mesh
+        })
+    });
+    g.bench_function(BenchmarkId::new("fill-baseline", world), |b| {
+        b.iter(|| sequential(black_box(&mut buf)))
+    });
+    // One rank's color and key in 16 dim sets of the mesh and its view.
+    let specs = [
+        "tp",
+        "cp",
+        "ep",
+        "dp",
+        "pp",
+        "x",
+        "tp-cp",
+        "cp-dp",
+        "dp-pp",
+        "tp-cp-ep",
+        "ep-dp-x",
+        "expert:etp",
+        "expert:moe",
+        "expert:edp",
+        "expert:moe-edp",
+        "expert:x",
+    ];
+    let plan = mesh.split_plan(&specs).expect("dim sets of the mesh");
+    g.bench_function(BenchmarkId::new("splits-16-dim-sets", world), |b| {
+        b.iter(|| {
+            let mut sum = 0u32;
+            let mut n = 0;
+            for s in plan.splits(black_box(987_654)).expect("a rank of the mesh") {
+                sum = sum.wrapping_add(s.color ^ s.key);
+                n += 1;
+            }
+            assert_eq!(n, 16);
+            sum
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, enumerate, rank, mesh);
 criterion_main!(benches);

@@ -12,14 +12,14 @@ fn main() -> Result<(), rank_layout::Error> {
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or(98_765);
-    let layout = Layout::new(&Config {
-        tp: 8,
-        cp: 2,
-        ep: 8,
-        pp: 16,
-        world_size: Some(131_072),
-        ..Config::default()
-    })?;
+    let layout = Layout::new(
+        &Config::new()
+            .tp(8)
+            .cp(2)
+            .ep(8)
+            .pp(16)
+            .world_size(Some(131_072)),
+    )?;
     let p = layout.placement(rank)?;
     println!(
         "rank {rank}: tp={} cp={} dp={} pp={} (ep={})",

@@ -6,13 +6,13 @@
 use rank_layout::{Config, Kind, Layout};
 
 fn main() -> Result<(), rank_layout::Error> {
-    let layout = Layout::new(&Config {
-        tp: 4,
-        cp: 2,
-        encoder_tp: Some(2),
-        encoder_pp: Some(1),
-        ..Config::default()
-    })?;
+    let layout = Layout::new(
+        &Config::new()
+            .tp(4)
+            .cp(2)
+            .encoder_tp(Some(2))
+            .encoder_pp(Some(1)),
+    )?;
     let cp = |r: u32| layout.placement(r).map(|p| p.coord.cp);
     println!("joined pp groups (by coordinates):");
     for g in layout.groups(Kind::PP)? {
@@ -33,11 +33,11 @@ fn main() -> Result<(), rank_layout::Error> {
         };
         println!("  [{e}, {d}]{mixed}");
     }
-    let rounds = layout.comm_split_rounds(Kind::PP)?;
+    let rounds = layout.split_rounds(Kind::PP)?;
     println!("pp communicators in {rounds} rounds of disjoint groups:");
     for round in 0..rounds {
         let plan: Vec<String> = (0..layout.world_size())
-            .map(|r| match layout.comm_split_round(r, Kind::PP, round) {
+            .map(|r| match layout.split_in_round(r, Kind::PP, round) {
                 Ok(Some(split)) => Ok(format!("{r}:{split}")),
                 Ok(None) => Ok(format!("{r}:-")),
                 Err(e) => Err(e),

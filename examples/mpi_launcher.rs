@@ -22,8 +22,8 @@
 
 use std::process::ExitCode;
 
-use rank_layout::mpi::collective::SystemOperation;
-use rank_layout::mpi::topology::SimpleCommunicator;
+use rank_layout::mpi::SimpleCommunicator;
+use rank_layout::mpi::rsmpi::collective::SystemOperation;
 use rank_layout::mpi::traits::*;
 use rank_layout::{Config, Layout};
 
@@ -50,8 +50,8 @@ pub fn abort_on_panic() {
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         default_hook(info);
-        if rank_layout::mpi::environment::is_initialized()
-            && !rank_layout::mpi::environment::is_finalized()
+        if rank_layout::mpi::rsmpi::environment::is_initialized()
+            && !rank_layout::mpi::rsmpi::environment::is_finalized()
         {
             SimpleCommunicator::world().abort(101);
         }
@@ -124,7 +124,7 @@ pub fn run(world: &SimpleCommunicator, args: &[String]) -> u8 {
             return BAD_INPUT;
         }
     };
-    let comms = match layout.split_all(world) {
+    let comms = match layout.communicators(world) {
         Ok(comms) => comms,
         Err(e) => {
             say(&format!("error: {e}"));

@@ -3,7 +3,8 @@
 For every kind of one layout (default: 131,072 ranks, tp=8, cp=2, ep=8,
 pp=16, dp=512, order tp-cp-ep-dp-pp), side by side in one run:
 
-- **rank-layout**: ``layout.groups_array(kind)``, filled by the Rust crate;
+- **rank-layout**: ``layout.groups_array(kind)``, filled by the Rust crate,
+  and ``layout.groups_arrays()``: every kind as views of one allocation;
 - **NumPy**, the DeviceMesh way: the ranks as one array in the grid's shape
   (``np.arange(world).reshape(...)``, built once), then per kind a transpose
   that puts the kind's axes last and a reshape to (groups, group size),
@@ -70,6 +71,19 @@ def median_ns(call: Callable[[], object], repeat: int) -> float:
     return statistics.median(times)
 
 
+def median_ns_kept(call: Callable[[], object], repeat: int) -> float:
+    """Like median_ns, but every result is kept until the end, so each call
+    gets fresh memory and pays its first-touch page faults."""
+    kept = [call()]
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter_ns()
+        kept.append(call())
+        times.append(time.perf_counter_ns() - t)
+    del kept
+    return statistics.median(times)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     for axis, default in (("tp", 8), ("cp", 2), ("ep", 8), ("pp", 16), ("dp", 512)):
@@ -79,7 +93,7 @@ def main() -> None:
     sizes = {a: getattr(args, a) for a in ("tp", "cp", "ep", "dp", "pp")}
 
     t = time.perf_counter_ns()
-    layout = Layout(**sizes)
+    layout = Layout(**sizes, expert_layout="nested")  # NumpyMesh lays experts out nested
     setup_ours = time.perf_counter_ns() - t
     t = time.perf_counter_ns()
     mesh = NumpyMesh(**sizes)
@@ -104,6 +118,19 @@ def main() -> None:
     print(f"{'total':<14}{'':>14}{total_ours / 1e3:>11.1f} us{total_numpy / 1e3:>9.1f} us"
           f"{total_numpy / total_ours:>9.1f}x")
     print(f"{'(setup, once)':<14}{'':>14}{setup_ours / 1e3:>11.1f} us{setup_numpy / 1e3:>9.1f} us")
+
+    # Every kind at once with every array kept alive (what a launcher does):
+    # fresh memory for each array, so first-touch page faults count.
+    arrays = layout.groups_arrays()
+    for kind in layout.kinds:
+        assert np.array_equal(arrays[kind], mesh.groups(kind)), kind
+    one = median_ns_kept(lambda: layout.groups_arrays(), args.repeat)
+    each = median_ns_kept(lambda: [layout.groups_array(kind) for kind in layout.kinds], args.repeat)
+    theirs = median_ns_kept(lambda: [mesh.groups(kind) for kind in layout.kinds], args.repeat)
+    print("every kind, all arrays kept:")
+    print(f"  groups_arrays() (one allocation)  {one / 1e3:>9.1f} us  {theirs / one:>5.1f}x NumPy")
+    print(f"  groups_array(kind) per kind       {each / 1e3:>9.1f} us  {theirs / each:>5.1f}x NumPy")
+    print(f"  NumPy transpose per kind          {theirs / 1e3:>9.1f} us")
 
 
 if __name__ == "__main__":

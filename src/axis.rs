@@ -83,7 +83,7 @@ impl fmt::Display for Axis {
 /// assert_eq!(s.to_string(), "dp-cp");
 /// assert_eq!(format!("{s:?}"), "dp-cp");
 /// ```
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default, PartialOrd, Ord)]
 pub struct AxisSet(u8);
 
 impl AxisSet {

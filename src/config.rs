@@ -7,17 +7,50 @@ use crate::error::Error;
 use crate::order::Order;
 
 /// How expert parallelism is laid out.
+///
+/// ```
+/// use rank_layout::{Config, ExpertLayout};
+/// assert_eq!(Config::new().expert_layout, ExpertLayout::Folded); // Megatron-Core's
+/// assert_eq!("nested".parse::<ExpertLayout>()?, ExpertLayout::Nested);
+/// # Ok::<(), rank_layout::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
+#[non_exhaustive]
 pub enum ExpertLayout {
-    /// Expert parallelism carved out of data parallelism (Megatron-LM
-    /// 2024, the default).
+    /// A second expert grid over the same ranks, "MoE parallel folding":
+    /// what Megatron-Core builds (the default). Without expert parallelism
+    /// it has the same groups as the nested layout.
     #[default]
-    Nested,
-    /// A second expert grid over the same ranks, "MoE parallel folding"
-    /// (Megatron-Core today).
     Folded,
+    /// Expert parallelism carved out of data parallelism: Megatron-LM's
+    /// 2024 `RankGenerator` (commit 4ff9e66).
+    Nested,
+}
+
+impl ExpertLayout {
+    /// `"folded"` or `"nested"`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            ExpertLayout::Folded => "folded",
+            ExpertLayout::Nested => "nested",
+        }
+    }
+
+    /// Which Megatron-LM builds this layout: `"Megatron-Core (MoE parallel
+    /// folding, the default since 2024)"` or `"Megatron-LM 2024 (commit
+    /// 4ff9e66, RankGenerator with ep nested in dp)"`.
+    pub const fn megatron(self) -> &'static str {
+        match self {
+            ExpertLayout::Folded => {
+                "Megatron-Core's MoE parallel folding (what Megatron-Core builds today)"
+            }
+            ExpertLayout::Nested => {
+                "Megatron-LM 2024, commit 4ff9e66 (RankGenerator with ep nested in dp)"
+            }
+        }
+    }
 }
 
 impl FromStr for ExpertLayout {
@@ -33,32 +66,41 @@ impl FromStr for ExpertLayout {
 
 impl fmt::Display for ExpertLayout {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            ExpertLayout::Nested => "nested",
-            ExpertLayout::Folded => "folded",
-        })
+        f.pad(self.name())
     }
 }
 
-/// A layout request: sizes, order and options, as given by a user.
+/// A layout request: sizes, order and options, as given by a user; the
+/// input vocabulary of the crate, of the command line's flags and
+/// configuration files, and of the Python package.
 ///
-/// Nothing is checked until [`Layout::new`](crate::Layout::new); a
-/// [`Layout`](crate::Layout) keeps the resolved copy, with derived sizes
+/// Built with chained setters named after the keys, from [`Config::new`]
+/// (every size 1, order `tp-cp-ep-dp-pp`, Megatron-Core's folded experts):
+/// new keys are added without breaking anyone. The fields can be read (and
+/// set) directly. Nothing is checked until [`Layout::new`](crate::Layout::new);
+/// a [`Layout`](crate::Layout) keeps the resolved copy, with derived sizes
 /// (`dp`, `world_size`, `etp`, `encoder_tp`, `encoder_pp`) filled in.
+///
+/// "Off" has one spelling: no hierarchical context parallel is an empty
+/// `hierarchical_cp`, no distributed-optimizer instances is
+/// `dist_opt_instances = 1`.
 ///
 /// With the `serde` feature it reads and writes the JSON of `--config`
 /// (snake_case keys, unknown keys rejected, every key optional).
+/// `Display` writes the keys that differ from [`Config::new`].
 ///
 /// ```
 /// use rank_layout::{Config, Layout};
-/// let config = Config { tp: 4, cp: 2, pp: 2, world_size: Some(64), ..Config::default() };
+/// let config = Config::new().tp(4).cp(2).pp(2).world_size(64);
 /// let layout = Layout::new(&config)?;
 /// assert_eq!(layout.config().dp, Some(4));
+/// assert_eq!(config.to_string(), "tp=4 cp=2 pp=2 world_size=64");
 /// # Ok::<(), rank_layout::Error>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
+#[non_exhaustive]
 pub struct Config {
     /// Tensor-parallel size (default 1).
     pub tp: u32,
@@ -85,21 +127,28 @@ pub struct Config {
     /// Encoder pipeline-parallel size (>= 1; default 1 in an encoder + decoder layout).
     #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub encoder_pp: Option<u32>,
-    /// Nested (default) or folded expert layout.
+    /// Folded (default, Megatron-Core) or nested (Megatron-LM 2024) expert layout.
     pub expert_layout: ExpertLayout,
     /// Expert tensor-parallel size of the folded layout (default `tp`).
     #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub etp: Option<u32>,
-    /// Hierarchical context-parallel level sizes, innermost first, product `cp`.
-    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
-    pub hierarchical_cp: Option<Vec<u32>>,
-    /// Distributed-optimizer instances of the folded layout (1 = off).
-    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
-    pub dist_opt_instances: Option<u32>,
+    /// Hierarchical context-parallel level sizes, innermost first, product
+    /// `cp`; empty (the default): none.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Vec::is_empty"))]
+    pub hierarchical_cp: Vec<u32>,
+    /// Distributed-optimizer instances (default 1: none).
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "is_one"))]
+    pub dist_opt_instances: u32,
+}
+
+#[cfg(feature = "serde")]
+fn is_one(n: &u32) -> bool {
+    *n == 1
 }
 
 impl Default for Config {
-    /// Every size 1, default order, no encoder, nested experts.
+    /// Every size 1, default order, no encoder, folded experts
+    /// (Megatron-Core's defaults).
     fn default() -> Self {
         Config {
             tp: 1,
@@ -112,17 +161,169 @@ impl Default for Config {
             rank_offset: 0,
             encoder_tp: None,
             encoder_pp: None,
-            expert_layout: ExpertLayout::Nested,
+            expert_layout: ExpertLayout::Folded,
             etp: None,
-            hierarchical_cp: None,
-            dist_opt_instances: None,
+            hierarchical_cp: Vec::new(),
+            dist_opt_instances: 1,
         }
     }
 }
 
 impl Config {
+    /// Every size 1, order `tp-cp-ep-dp-pp`, no encoder, folded experts:
+    /// Megatron-Core's defaults. Chain the setters from here.
+    pub fn new() -> Config {
+        Config::default()
+    }
+
+    /// Sets `tp`, the tensor-parallel size.
+    #[must_use]
+    pub fn tp(mut self, tp: u32) -> Config {
+        self.tp = tp;
+        self
+    }
+
+    /// Sets `cp`, the context-parallel size.
+    #[must_use]
+    pub fn cp(mut self, cp: u32) -> Config {
+        self.cp = cp;
+        self
+    }
+
+    /// Sets `ep`, the expert-parallel size.
+    #[must_use]
+    pub fn ep(mut self, ep: u32) -> Config {
+        self.ep = ep;
+        self
+    }
+
+    /// Sets `dp`, the data-parallel size (`None`: derived from `world_size`).
+    #[must_use]
+    pub fn dp(mut self, dp: impl Into<Option<u32>>) -> Config {
+        self.dp = dp.into();
+        self
+    }
+
+    /// Sets `pp`, the pipeline-parallel size.
+    #[must_use]
+    pub fn pp(mut self, pp: u32) -> Config {
+        self.pp = pp;
+        self
+    }
+
+    /// Sets `world_size` (`None`: derived from `dp`).
+    #[must_use]
+    pub fn world_size(mut self, world_size: impl Into<Option<u32>>) -> Config {
+        self.world_size = world_size.into();
+        self
+    }
+
+    /// Sets the axis order, first fastest.
+    #[must_use]
+    pub fn order(mut self, order: Order) -> Config {
+        self.order = order;
+        self
+    }
+
+    /// Sets the first rank.
+    #[must_use]
+    pub fn rank_offset(mut self, rank_offset: u32) -> Config {
+        self.rank_offset = rank_offset;
+        self
+    }
+
+    /// Sets the encoder's tensor-parallel size (`Some`: an encoder + decoder layout).
+    #[must_use]
+    pub fn encoder_tp(mut self, encoder_tp: impl Into<Option<u32>>) -> Config {
+        self.encoder_tp = encoder_tp.into();
+        self
+    }
+
+    /// Sets the encoder's pipeline-parallel size (`Some`: an encoder + decoder layout).
+    #[must_use]
+    pub fn encoder_pp(mut self, encoder_pp: impl Into<Option<u32>>) -> Config {
+        self.encoder_pp = encoder_pp.into();
+        self
+    }
+
+    /// Sets the expert layout.
+    #[must_use]
+    pub fn expert_layout(mut self, expert_layout: ExpertLayout) -> Config {
+        self.expert_layout = expert_layout;
+        self
+    }
+
+    /// Sets `etp`, the expert tensor-parallel size (`None`: `tp`).
+    #[must_use]
+    pub fn etp(mut self, etp: impl Into<Option<u32>>) -> Config {
+        self.etp = etp.into();
+        self
+    }
+
+    /// Sets the hierarchical context-parallel levels (empty: none).
+    #[must_use]
+    pub fn hierarchical_cp(mut self, levels: impl Into<Vec<u32>>) -> Config {
+        self.hierarchical_cp = levels.into();
+        self
+    }
+
+    /// Sets the number of distributed-optimizer instances (1: none).
+    #[must_use]
+    pub fn dist_opt_instances(mut self, instances: u32) -> Config {
+        self.dist_opt_instances = instances;
+        self
+    }
+
     /// Whether the configuration asks for an encoder + decoder layout.
     pub fn has_encoder(&self) -> bool {
         self.encoder_tp.is_some() || self.encoder_pp.is_some()
+    }
+}
+
+impl fmt::Display for Config {
+    /// The keys that differ from [`Config::new`], as `key=value` separated
+    /// by spaces, in the configuration file's key order (`tp=4 cp=2
+    /// world_size=64 expert_layout=nested`); empty for the defaults.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let d = Config::default();
+        let mut parts: Vec<String> = Vec::new();
+        let mut size = |name: &str, v: u32, default: u32| {
+            if v != default {
+                parts.push(format!("{name}={v}"));
+            }
+        };
+        size("tp", self.tp, d.tp);
+        size("cp", self.cp, d.cp);
+        size("ep", self.ep, d.ep);
+        let parts_opt = |parts: &mut Vec<String>, name: &str, v: Option<u32>| {
+            if let Some(v) = v {
+                parts.push(format!("{name}={v}"));
+            }
+        };
+        parts_opt(&mut parts, "dp", self.dp);
+        if self.pp != d.pp {
+            parts.push(format!("pp={}", self.pp));
+        }
+        parts_opt(&mut parts, "world_size", self.world_size);
+        if self.order != d.order {
+            parts.push(format!("order={}", self.order));
+        }
+        if self.rank_offset != d.rank_offset {
+            parts.push(format!("rank_offset={}", self.rank_offset));
+        }
+        parts_opt(&mut parts, "encoder_tp", self.encoder_tp);
+        parts_opt(&mut parts, "encoder_pp", self.encoder_pp);
+        if self.expert_layout != d.expert_layout {
+            parts.push(format!("expert_layout={}", self.expert_layout));
+        }
+        parts_opt(&mut parts, "etp", self.etp);
+        if !self.hierarchical_cp.is_empty() {
+            let levels: Vec<String> = self.hierarchical_cp.iter().map(u32::to_string).collect();
+            parts.push(format!("hierarchical_cp={}", levels.join(",")));
+        }
+        if self.dist_opt_instances != d.dist_opt_instances {
+            parts.push(format!("dist_opt_instances={}", self.dist_opt_instances));
+        }
+        f.write_str(&parts.join(" "))
     }
 }

@@ -26,6 +26,7 @@ pub struct Coord {
 /// folded layout they are the expert grid's own axes. Without
 /// expert parallelism `ep` is 0 and `edp` is the data-parallel index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
 pub struct ExpertCoord {
     /// Expert tensor-parallel index.
     pub etp: u32,
@@ -69,6 +70,7 @@ impl fmt::Display for Part {
 ///
 /// Created by [`Layout::placement`](crate::Layout::placement).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct Placement {
     /// The rank.
     pub rank: u32,
@@ -87,7 +89,7 @@ impl Placement {
     ///
     /// ```
     /// use rank_layout::{Axis, Config, Layout};
-    /// let layout = Layout::new(&Config { tp: 2, ep: 2, world_size: Some(8), ..Config::default() })?;
+    /// let layout = Layout::new(&Config::new().tp(2).ep(2).world_size(Some(8)))?;
     /// let named = layout.placement(7)?.named();
     /// assert_eq!(named[0], (Axis::Tp, 1));
     /// assert_eq!(named[3], (Axis::Dp, 3));

@@ -2,7 +2,7 @@
 
 use crate::axis::Axis;
 use crate::kind::Kind;
-use crate::layout::LayoutShape;
+use crate::layout_shape::LayoutShape;
 
 /// Everything that can go wrong when building a layout or asking it a question.
 ///
@@ -154,13 +154,6 @@ pub enum Error {
         what: &'static str,
     },
 
-    /// An option that an encoder + decoder layout does not support.
-    #[error("{what} is not supported with an encoder (encoder_tp/encoder_pp)")]
-    NotWithEncoder {
-        /// The option.
-        what: &'static str,
-    },
-
     /// An encoder grid was asked of a layout without an encoder.
     #[error("this layout has no encoder (give encoder_tp or encoder_pp)")]
     NeedsEncoder,
@@ -185,6 +178,18 @@ pub enum Error {
         dp_cp: u32,
         /// The expert data-parallel size.
         edp: u32,
+    },
+
+    /// The number of distributed-optimizer instances does not divide the
+    /// dp-cp groups an encoder + decoder layout slices (Megatron-LM 5a3b6bcf1f).
+    #[error(
+        "dist_opt_instances ({instances}) must divide dp*cp ({dp_cp}): with an encoder, each dp-cp group is cut into that many slices"
+    )]
+    DistOptSlicesNotDivisible {
+        /// The number of instances.
+        instances: u32,
+        /// dp * cp.
+        dp_cp: u32,
     },
 
     /// Distributed-optimizer instances that do not fit the grids: the
@@ -257,15 +262,15 @@ pub enum Error {
         rounds: u32,
     },
 
-    /// A rank outside `[rank_offset, rank_offset + world_size)`.
-    #[error("rank {rank} is outside the layout (ranks {first}..{end})")]
+    /// A rank outside the layout's ranks `first..last` (both included).
+    #[error("rank {rank} is outside the layout (ranks {first}..{last}, both included)")]
     RankOutOfRange {
         /// The rank asked about.
         rank: u64,
         /// The first rank of the layout.
         first: u32,
-        /// One past the last rank of the layout.
-        end: u64,
+        /// The last rank of the layout.
+        last: u64,
     },
 
     /// A negative rank where a process rank was expected.
@@ -277,7 +282,7 @@ pub enum Error {
 
     /// A communicator with fewer processes than the layout has ranks.
     #[error(
-        "the communicator has {size} processes but the layout needs {needed} (ranks {first}..{needed}): start as many processes, or set world_size and rank_offset to fit"
+        "the communicator has {size} processes but the layout needs {needed} (ranks {first}..{last}, both included): start as many processes, or set world_size and rank_offset to fit"
     )]
     CommTooSmall {
         /// Processes in the communicator.
@@ -286,11 +291,13 @@ pub enum Error {
         needed: u64,
         /// The layout's first rank.
         first: u32,
+        /// The layout's last rank.
+        last: u64,
     },
 
     /// Communicators of a kind were asked for but not built.
     #[error(
-        "no communicators of kind {kind} were built; pass it to split_kinds (split_all builds every kind)"
+        "no communicators of kind {kind} were built; pass it to communicators_of (communicators builds every kind)"
     )]
     KindNotBuilt {
         /// The kind.
@@ -298,7 +305,7 @@ pub enum Error {
     },
 
     /// A coordinate outside its axis.
-    #[error("coordinate {axis} = {value} is outside 0..{size}")]
+    #[error("coordinate {axis} = {value} is outside 0..{last}, both included (the axis has size {size})", last = .size.saturating_sub(1))]
     CoordOutOfRange {
         /// The axis.
         axis: Axis,
@@ -315,6 +322,141 @@ pub enum Error {
         needed: u64,
         /// The buffer's length.
         len: usize,
+    },
+
+    /// A named argument (a Megatron-LM argument, a mesh or module
+    /// specification) whose value is not what it takes.
+    #[error("{name} = {value} is not {expected}")]
+    InvalidArgument {
+        /// The argument's name (`tensor_model_parallel_size`, `--mesh`).
+        name: String,
+        /// The value given, as written.
+        value: String,
+        /// What it takes, in words (`an integer from 1 to 4294967295`).
+        expected: &'static str,
+    },
+
+    /// Memory for members to collect could not be allocated (a group or
+    /// a table far larger than the machine holds).
+    #[error(
+        "cannot allocate {bytes} bytes for {members} members (collect fewer, or fill a buffer of yours)"
+    )]
+    OutOfMemory {
+        /// The members to collect.
+        members: u64,
+        /// The bytes they need.
+        bytes: u64,
+    },
+
+    /// A mesh dim (or view, or flatten) name that is not a name.
+    #[error(
+        "{what} name {name:?} is not a name (letters, digits and _, not starting with a digit)"
+    )]
+    BadName {
+        /// What is named: `dim`, `view` or `flatten`.
+        what: &'static str,
+        /// The name given.
+        name: String,
+    },
+
+    /// A name given twice in one mesh (dims, views and flattens share one
+    /// namespace per factorisation).
+    #[error("{name} is named twice in {place}")]
+    DuplicateName {
+        /// The name.
+        name: String,
+        /// Where: `the mesh`, `view expert`, ...
+        place: String,
+    },
+
+    /// A mesh dim of size 0.
+    #[error("dim {name} has size 0 (every dim needs at least 1)")]
+    ZeroDim {
+        /// The dim.
+        name: String,
+    },
+
+    /// More dims than a mesh holds.
+    #[error("{count} dims in {place}, at most {max} are supported")]
+    TooManyDims {
+        /// How many were given.
+        count: usize,
+        /// Where.
+        place: String,
+        /// The most supported.
+        max: usize,
+    },
+
+    /// A name that is not a dim, a view or a flatten of the mesh.
+    #[error("unknown {what} {name:?} in {place} (known: {known})")]
+    UnknownName {
+        /// `dim`, `view` or `dim set`.
+        what: &'static str,
+        /// The name given.
+        name: String,
+        /// Where it was looked up.
+        place: String,
+        /// The names there are.
+        known: String,
+    },
+
+    /// A view whose dims do not cover the mesh's ranks.
+    #[error("view {view} has {view_world} ranks ({dims}), the mesh {world}")]
+    ViewWorld {
+        /// The view.
+        view: String,
+        /// Its dims, `name=size` joined.
+        dims: String,
+        /// Its number of ranks.
+        view_world: u64,
+        /// The mesh's.
+        world: u32,
+    },
+
+    /// A dim a view shares with the mesh enumerates other ranks there.
+    #[error(
+        "view {view} shares dim {dim} with the mesh, but it is size {view_size} stride {view_stride} there and size {size} stride {stride} in the mesh: its groups differ"
+    )]
+    SharedDimDiffers {
+        /// The view.
+        view: String,
+        /// The dim.
+        dim: String,
+        /// Size and stride in the mesh.
+        size: u32,
+        /// Stride in the mesh.
+        stride: u32,
+        /// Size in the view.
+        view_size: u32,
+        /// Stride in the view.
+        view_stride: u32,
+    },
+
+    /// A rank map that is not a permutation of the mesh's positions.
+    #[error("rank_map {problem}")]
+    BadRankMap {
+        /// What is wrong, with the values.
+        problem: String,
+    },
+
+    /// A mesh, view or flatten specification that does not parse.
+    #[error("{what} {text:?}: {problem}")]
+    BadSpec {
+        /// `--mesh`, `--view`, `--flatten`, a config key.
+        what: &'static str,
+        /// The text given.
+        text: String,
+        /// What is wrong.
+        problem: String,
+    },
+
+    /// A mesh was asked of a layout that is not one grid.
+    #[error(
+        "the {layout} layout is two grids joined by their pipelines, not one mesh: ask the layout itself"
+    )]
+    NotAMesh {
+        /// The layout's shape.
+        layout: LayoutShape,
     },
 
     /// A configuration that does not parse (JSON, CLI value).

@@ -4,10 +4,28 @@ use std::fmt;
 use std::iter::FusedIterator;
 
 use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 
 use arrayvec::ArrayVec;
 
+use crate::error::{Error, Result};
 use crate::segment::{MAX_DIGITS, Segment};
+
+/// `n` zeros, allocated fallibly.
+///
+/// # Errors
+/// [`Error::OutOfMemory`] when they cannot be allocated.
+pub(crate) fn try_zeroed(n: u64) -> Result<Vec<u32>> {
+    let error = || Error::OutOfMemory {
+        members: n,
+        bytes: n.saturating_mul(4),
+    };
+    let len = usize::try_from(n).map_err(|_| error())?;
+    let mut out: Vec<u32> = Vec::new();
+    out.try_reserve_exact(len).map_err(|_| error())?;
+    out.resize(len, 0);
+    Ok(out)
+}
 
 /// One process group: its member ranks in Megatron-LM's order.
 ///
@@ -23,7 +41,7 @@ use crate::segment::{MAX_DIGITS, Segment};
 ///
 /// ```
 /// use rank_layout::{Config, Kind, Layout};
-/// let layout = Layout::new(&Config { tp: 2, pp: 4, world_size: Some(16), ..Config::default() })?;
+/// let layout = Layout::new(&Config::new().tp(2).pp(4).world_size(Some(16)))?;
 /// let pp0 = layout.groups(Kind::PP)?.next().unwrap();
 /// assert_eq!(pp0.len(), 4);
 /// assert_eq!(pp0.to_vec(), vec![0, 4, 8, 12]);
@@ -33,13 +51,35 @@ use crate::segment::{MAX_DIGITS, Segment};
 #[derive(Clone)]
 pub struct Group {
     segments: ArrayVec<Segment, 2>,
+    map: Option<RankMap>,
+}
+
+/// A mesh's rank map: the segments' values are positions in the mesh, and
+/// position `p` is rank `offset + ranks[p]`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct RankMap {
+    pub offset: u32,
+    pub ranks: Arc<[u32]>,
+}
+
+impl RankMap {
+    /// The rank at position `p` (a position past the map stays as it is;
+    /// callers pass positions of the mesh).
+    #[inline]
+    pub fn rank(&self, p: u32) -> u32 {
+        let mapped = self.ranks.get(p as usize).copied().unwrap_or(p);
+        self.offset.wrapping_add(mapped)
+    }
 }
 
 impl Group {
     pub(crate) fn new(segment: Segment) -> Group {
         let mut segments = ArrayVec::new();
         let _ = segments.try_push(segment);
-        Group { segments }
+        Group {
+            segments,
+            map: None,
+        }
     }
 
     /// The concatenation of two segments (encoder part, then decoder part).
@@ -47,7 +87,27 @@ impl Group {
         let mut segments = ArrayVec::new();
         let _ = segments.try_push(first);
         let _ = segments.try_push(second);
-        Group { segments }
+        Group {
+            segments,
+            map: None,
+        }
+    }
+
+    /// The group whose segment values are mesh positions, mapped to ranks by `map`.
+    pub(crate) fn mapped(segment: Segment, map: RankMap) -> Group {
+        Group {
+            map: Some(map),
+            ..Group::new(segment)
+        }
+    }
+
+    /// The rank of a segment value.
+    #[inline]
+    fn rank_of(&self, raw: u32) -> u32 {
+        match &self.map {
+            Some(map) => map.rank(raw),
+            None => raw,
+        }
     }
 
     /// The number of members.
@@ -61,7 +121,7 @@ impl Group {
         let mut i = u32::try_from(i).ok()?;
         for segment in &self.segments {
             if i < segment.len() {
-                return Some(segment.at(i));
+                return Some(self.rank_of(segment.at(i)));
             }
             i -= segment.len();
         }
@@ -84,10 +144,33 @@ impl Group {
     }
 
     /// The members collected into a vector.
+    ///
+    /// # Panics
+    /// When the allocation fails (a group of billions of ranks): use
+    /// [`try_to_vec`](Self::try_to_vec) where the group's size comes from input.
     pub fn to_vec(&self) -> Vec<u32> {
         let mut out = vec![0; self.len()];
         self.fill_into(&mut out);
         out
+    }
+
+    /// The members collected into a vector, or [`Error::OutOfMemory`]
+    /// when it cannot be allocated.
+    ///
+    /// ```
+    /// use rank_layout::{Config, Kind, Layout};
+    /// let layout = Layout::new(&Config::new().tp(4).world_size(8))?;
+    /// let tp = layout.groups(Kind::TP)?.next().unwrap();
+    /// assert_eq!(tp.try_to_vec()?, vec![0, 1, 2, 3]);
+    /// # Ok::<(), rank_layout::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::OutOfMemory`].
+    pub fn try_to_vec(&self) -> Result<Vec<u32>> {
+        let mut out = try_zeroed(self.len() as u64)?;
+        self.fill_into(&mut out);
+        Ok(out)
     }
 
     /// Writes the members into the start of `out` (as many as fit) and
@@ -101,7 +184,13 @@ impl Group {
             }
             at += len;
         }
-        at.min(out.len())
+        let written = at.min(out.len());
+        if let (Some(map), Some(done)) = (&self.map, out.get_mut(..written)) {
+            for r in done {
+                *r = map.rank(*r);
+            }
+        }
+        written
     }
 }
 
@@ -213,7 +302,7 @@ impl Members {
             self.left = segment.len - 1;
             self.index = 1;
             self.remaining -= 1;
-            return Some(self.rank);
+            return Some(self.group.rank_of(self.rank));
         }
     }
 }
@@ -253,7 +342,7 @@ impl Iterator for Members {
             }
         }
         self.index += 1;
-        Some(self.rank)
+        Some(self.group.rank_of(self.rank))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {

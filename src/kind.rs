@@ -8,33 +8,41 @@ use crate::error::Error;
 
 /// A kind of process group, such as `tp`, `dp-cp` or `embd`.
 ///
-/// Most kinds are a set of axes ([`Kind::Axes`]): the groups are the ranks
-/// that agree on every other axis. Any set of the layout's axes is a valid
-/// kind, not only the named constants; the order of tokens in the name does
-/// not matter (`cp-dp` is `dp-cp`). The other variants are Megatron-LM's
-/// special families. Every kind of Megatron-LM has a constant (`Kind::TP`,
-/// `Kind::EMBD`, `Kind::DP_CP_INTRA`, ...); [`semantics`](crate::semantics)
+/// An opaque value with one spelling: the named constants (`Kind::TP`,
+/// `Kind::DP_CP`, `Kind::EMBD`, `Kind::DP_CP_INTRA`, ...), [`Kind::hcp`],
+/// [`Kind::of_axes`] and [`Kind::mod_ep`] build every kind there is, and every
+/// kind prints its name and parses back from it. Most kinds are a set of axes:
+/// the groups are the ranks that agree on every other axis. Any non-empty set
+/// of the layout's axes is a valid kind, not only the named constants; the
+/// order of tokens in the name does not matter (`cp-dp` is `dp-cp`). The
+/// others are Megatron-LM's special families; [`semantics`](crate::semantics)
 /// defines each.
 ///
 /// `Display`, `Debug` and `FromStr` use the kind's name (`tp-dp`, `embd`).
 ///
 /// ```
-/// use rank_layout::Kind;
+/// use rank_layout::{Axis, AxisSet, Kind};
 /// assert_eq!("cp-dp".parse::<Kind>()?, Kind::DP_CP);
 /// assert_eq!(Kind::DP_CP.to_string(), "dp-cp");
 /// assert_eq!("dp-cp-mod-ep".parse::<Kind>()?, Kind::DP_CP_MOD_EP);
-/// assert_eq!("hcp-1".parse::<Kind>()?, Kind::Hcp(1));
+/// assert_eq!("hcp-1".parse::<Kind>()?, Kind::hcp(1));
+/// assert_eq!(Kind::of_axes(AxisSet::of(&[Axis::Tp, Axis::Pp])), Some(Kind::TP_PP));
+/// assert_eq!(Kind::of_axes(AxisSet::EMPTY), None); // no kind without a name
 /// assert_eq!(format!("{:?}", Kind::POS_EMBD), "pos-embd");
 /// assert!("tp-xp".parse::<Kind>().is_err());
 /// # Ok::<(), rank_layout::Error>(())
 /// ```
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Kind {
-    /// The groups spanned by a set of axes (`tp`, `dp-cp`, ...).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Kind(Repr);
+
+/// What a [`Kind`] is, inside the crate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) enum Repr {
+    /// The groups spanned by a non-empty set of axes (`tp`, `dp-cp`, ...).
     Axes(AxisSet),
-    /// A set of axes of the nested expert view, where `dp` means `dp / ep`
-    /// (Megatron-LM `get_ranks(..., independent_ep=True)`); named `<axes>-mod-ep`.
+    /// A non-empty set of axes of the nested expert view, where `dp` means
+    /// `dp / ep` (Megatron-LM `get_ranks(..., independent_ep=True)`); named
+    /// `<axes>-mod-ep`.
     ModEp(AxisSet),
     /// Embedding groups: `[first, last]` stage of each pipeline (`[only]` when pp = 1).
     Embd,
@@ -53,7 +61,7 @@ pub enum Kind {
 }
 
 const fn axes(list: &[Axis]) -> Kind {
-    Kind::Axes(AxisSet::of(list))
+    Kind(Repr::Axes(AxisSet::of(list)))
 }
 
 impl Kind {
@@ -82,9 +90,9 @@ impl Kind {
     /// `tp-ep-pp`
     pub const TP_EP_PP: Kind = axes(&[Axis::Tp, Axis::Ep, Axis::Pp]);
     /// `dp-mod-ep`
-    pub const DP_MOD_EP: Kind = Kind::ModEp(AxisSet::of(&[Axis::Dp]));
+    pub const DP_MOD_EP: Kind = Kind(Repr::ModEp(AxisSet::of(&[Axis::Dp])));
     /// `dp-cp-mod-ep`
-    pub const DP_CP_MOD_EP: Kind = Kind::ModEp(AxisSet::of(&[Axis::Dp, Axis::Cp]));
+    pub const DP_CP_MOD_EP: Kind = Kind(Repr::ModEp(AxisSet::of(&[Axis::Dp, Axis::Cp])));
     /// `etp`
     pub const ETP: Kind = axes(&[Axis::Etp]);
     /// `etp-ep`
@@ -94,21 +102,63 @@ impl Kind {
     /// `edp`
     pub const EDP: Kind = axes(&[Axis::Edp]);
     /// `embd`: the first and last stage of each pipeline.
-    pub const EMBD: Kind = Kind::Embd;
+    pub const EMBD: Kind = Kind(Repr::Embd);
     /// `pos-embd`: the first stage of each pipeline.
-    pub const POS_EMBD: Kind = Kind::PosEmbd;
+    pub const POS_EMBD: Kind = Kind(Repr::PosEmbd);
     /// `dp-cp-intra`
-    pub const DP_CP_INTRA: Kind = Kind::DpCpIntra;
+    pub const DP_CP_INTRA: Kind = Kind(Repr::DpCpIntra);
     /// `edp-intra`
-    pub const EDP_INTRA: Kind = Kind::EdpIntra;
+    pub const EDP_INTRA: Kind = Kind(Repr::EdpIntra);
     /// `dp-cp-inter`
-    pub const DP_CP_INTER: Kind = Kind::DpCpInter;
+    pub const DP_CP_INTER: Kind = Kind(Repr::DpCpInter);
     /// `dist-opt-instance`
-    pub const DIST_OPT_INSTANCE: Kind = Kind::DistOptInstance;
+    pub const DIST_OPT_INSTANCE: Kind = Kind(Repr::DistOptInstance);
 
     /// `hcp-level`: hierarchical context parallel, level `level`.
     pub const fn hcp(level: u8) -> Kind {
-        Kind::Hcp(level)
+        Kind(Repr::Hcp(level))
+    }
+
+    /// The kind spanned by the axes of `set` (`None` for the empty set,
+    /// which names no groups).
+    pub const fn of_axes(set: AxisSet) -> Option<Kind> {
+        if set.is_empty() {
+            None
+        } else {
+            Some(Kind(Repr::Axes(set)))
+        }
+    }
+
+    /// The kind of the nested expert view spanned by `set`, where `dp`
+    /// means `dp / ep` (`<axes>-mod-ep`; `None` for the empty set).
+    pub const fn mod_ep(set: AxisSet) -> Option<Kind> {
+        if set.is_empty() {
+            None
+        } else {
+            Some(Kind(Repr::ModEp(set)))
+        }
+    }
+
+    /// The axes of a kind spanned by a set of axes (`tp-dp` -> {tp, dp});
+    /// `None` for the special families (`embd`, `hcp-0`, `dp-mod-ep`, ...).
+    pub const fn axis_set(self) -> Option<AxisSet> {
+        match self.0 {
+            Repr::Axes(set) => Some(set),
+            _ => None,
+        }
+    }
+
+    /// The level of a hierarchical context-parallel kind (`hcp-2` -> 2).
+    pub const fn hcp_level(self) -> Option<u8> {
+        match self.0 {
+            Repr::Hcp(level) => Some(level),
+            _ => None,
+        }
+    }
+
+    /// What the kind is, for the crate's own matching.
+    pub(crate) const fn repr(self) -> Repr {
+        self.0
     }
 
     /// The dense kinds shared by every layout's attention grid, in their
@@ -142,10 +192,10 @@ impl Kind {
     ];
     /// The distributed-optimizer kinds.
     pub(crate) const DIST_OPT: [Kind; 4] = [
-        Kind::DpCpIntra,
-        Kind::EdpIntra,
-        Kind::DpCpInter,
-        Kind::DistOptInstance,
+        Kind::DP_CP_INTRA,
+        Kind::EDP_INTRA,
+        Kind::DP_CP_INTER,
+        Kind::DIST_OPT_INSTANCE,
     ];
 }
 
@@ -171,12 +221,12 @@ impl FromStr for Kind {
     fn from_str(s: &str) -> Result<Self, Error> {
         let lower = s.to_ascii_lowercase();
         let special = match lower.as_str() {
-            "embd" => Some(Kind::Embd),
-            "pos-embd" => Some(Kind::PosEmbd),
-            "dp-cp-intra" => Some(Kind::DpCpIntra),
-            "edp-intra" => Some(Kind::EdpIntra),
-            "dp-cp-inter" => Some(Kind::DpCpInter),
-            "dist-opt-instance" => Some(Kind::DistOptInstance),
+            "embd" => Some(Kind::EMBD),
+            "pos-embd" => Some(Kind::POS_EMBD),
+            "dp-cp-intra" => Some(Kind::DP_CP_INTRA),
+            "edp-intra" => Some(Kind::EDP_INTRA),
+            "dp-cp-inter" => Some(Kind::DP_CP_INTER),
+            "dist-opt-instance" => Some(Kind::DIST_OPT_INSTANCE),
             _ => None,
         };
         if let Some(kind) = special {
@@ -185,13 +235,13 @@ impl FromStr for Kind {
         if let Some(level) = lower.strip_prefix("hcp-") {
             return level
                 .parse::<u8>()
-                .map(Kind::Hcp)
+                .map(Kind::hcp)
                 .map_err(|_| Error::UnknownKind { name: s.to_owned() });
         }
         if let Some(base) = lower.strip_suffix("-mod-ep") {
-            return parse_axes(base, s).map(Kind::ModEp);
+            return parse_axes(base, s).map(|set| Kind(Repr::ModEp(set)));
         }
-        parse_axes(&lower, s).map(Kind::Axes)
+        parse_axes(&lower, s).map(|set| Kind(Repr::Axes(set)))
     }
 }
 
@@ -204,16 +254,16 @@ impl fmt::Debug for Kind {
 impl fmt::Display for Kind {
     /// The kind's name; honours width and alignment (`{:<12}`).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let name = match self {
-            Kind::Axes(set) => set.to_string(),
-            Kind::ModEp(set) => format!("{set}-mod-ep"),
-            Kind::Embd => "embd".into(),
-            Kind::PosEmbd => "pos-embd".into(),
-            Kind::Hcp(level) => format!("hcp-{level}"),
-            Kind::DpCpIntra => "dp-cp-intra".into(),
-            Kind::EdpIntra => "edp-intra".into(),
-            Kind::DpCpInter => "dp-cp-inter".into(),
-            Kind::DistOptInstance => "dist-opt-instance".into(),
+        let name = match self.0 {
+            Repr::Axes(set) => set.to_string(),
+            Repr::ModEp(set) => format!("{set}-mod-ep"),
+            Repr::Embd => "embd".into(),
+            Repr::PosEmbd => "pos-embd".into(),
+            Repr::Hcp(level) => format!("hcp-{level}"),
+            Repr::DpCpIntra => "dp-cp-intra".into(),
+            Repr::EdpIntra => "edp-intra".into(),
+            Repr::DpCpInter => "dp-cp-inter".into(),
+            Repr::DistOptInstance => "dist-opt-instance".into(),
         };
         f.pad(&name)
     }

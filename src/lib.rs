@@ -7,9 +7,7 @@
 //! use rank_layout::{Config, Kind, Layout, Split};
 //!
 //! // 64 GPUs: tp=4, cp=2, pp=2, so dp = 64 / (4*2*2) = 4.
-//! let layout = Layout::new(&Config {
-//!     tp: 4, cp: 2, pp: 2, world_size: Some(64), ..Config::default()
-//! })?;
+//! let layout = Layout::new(&Config::new().tp(4).cp(2).pp(2).world_size(64))?;
 //! assert_eq!(layout.sizes().dp, 4);
 //!
 //! // Enumerate lazily, collect when you want vectors.
@@ -23,31 +21,34 @@
 //!
 //! // One rank's answers, computed arithmetically (no enumeration).
 //! let m = &layout.memberships(5, Kind::CP)?[0];
-//! assert_eq!((m.index, m.key), (1, 1));
+//! assert_eq!((m.color, m.key), (1, 1));
 //! assert_eq!(m.group.to_vec(), vec![1, 5]);
-//! assert_eq!(layout.comm_split(37, Kind::PP)?, Some(Split { color: 5, key: 1 }));
+//! assert_eq!(layout.split(37, Kind::PP)?, Some(Split { color: 5, key: 1 }));
 //!
 //! // Bad input is a typed error naming the values, never a panic.
-//! let err = Layout::new(&Config { tp: 4, world_size: Some(10), ..Config::default() }).unwrap_err();
+//! let err = Layout::new(&Config::new().tp(4).world_size(10)).unwrap_err();
 //! assert_eq!(err.to_string(), "world_size (10) is not divisible by tp*cp*pp = 4");
 //! # Ok::<(), rank_layout::Error>(())
 //! ```
 //!
 //! # Layouts
 //!
-//! - **Nested** experts (the default): Megatron-LM's 2024 `RankGenerator`;
-//!   expert parallelism carved out of dp.
-//! - **Folded** experts: Megatron-Core's "MoE parallel folding", a second
-//!   expert grid (`etp`, `ep`, `edp`, `pp`) over the same ranks.
+//! - **Folded** experts (the default): Megatron-Core's "MoE parallel
+//!   folding", a second expert grid (`etp`, `ep`, `edp`, `pp`) over the same
+//!   ranks.
+//! - **Nested** experts: Megatron-LM's 2024 `RankGenerator` (commit
+//!   4ff9e66); expert parallelism carved out of dp.
 //! - **Encoder + decoder**: an encoder grid with its own tp and pp before
-//!   the decoder grid, pipelines joined by coordinates.
+//!   the decoder grid (folded or nested experts), pipelines joined by
+//!   coordinates.
 //! - Hierarchical context parallel and distributed-optimizer instances on
 //!   top of them.
 //!
 //! [`semantics`] is the behaviour contract: what every layout and kind
 //! means, the group and member order, and every choice made where
-//! Megatron-LM is silent or wrong. [`megatron`] maps Megatron-LM and PyTorch
-//! DeviceMesh calls to this crate.
+//! Megatron-LM is silent or wrong. [`megatron`] reads Megatron-LM's
+//! arguments (one table, Megatron-Core's defaults), has its `RankGenerator`,
+//! and maps Megatron-LM and PyTorch DeviceMesh calls to this crate.
 //!
 //! # Features
 //!
@@ -57,8 +58,17 @@
 //! - `serde`: `Serialize`/`Deserialize` for [`Config`], [`Order`], [`Kind`]
 //!   and [`Layout`] (deserializing a layout re-validates it).
 //! - `mpi`: build real communicators with `MPI_Comm_split`
-//!   ([`Layout::split_all`]; needs an MPI library such as Open MPI). The
-//!   module `mpi` re-exports the rsmpi crate it is built against.
+//!   (`Layout::communicators`; needs an MPI library such as Open MPI). The
+//!   module `mpi` re-exports, by name, the rsmpi types its API uses.
+//!
+//! # Vocabulary
+//!
+//! A group's number among its kind's groups is its **color** (the
+//! `MPI_Comm_split` color); a rank's position in its group is its **key**;
+//! the pair is a [`Split`] (`split`, `splits`, `split_rounds`). Building
+//! real communicators is `communicators` (MPI) or `new_groups` (Python).
+//! Group sizes are `usize`, like every length; ranks, colors and keys are
+//! `u32`. Rank ranges in messages are written `first..last`, both included.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 #![cfg_attr(
@@ -79,8 +89,10 @@ mod grid;
 mod group;
 mod kind;
 mod layout;
+mod layout_shape;
 mod math;
 pub mod megatron;
+mod mesh;
 #[cfg(feature = "mpi")]
 pub mod mpi;
 mod order;
@@ -103,9 +115,15 @@ pub use coord::{Coord, ExpertCoord, Part, Placement};
 pub use error::{DistOptProblem, Error, Result};
 pub use group::{Group, Members};
 pub use kind::Kind;
-pub use layout::{Layout, LayoutShape, Membership, Sizes, SplitRound, Splits, Spread};
+pub use layout::{Layout, Membership, Sizes, SplitRound, Splits, Stage};
+pub use layout_shape::LayoutShape;
+pub use mesh::{
+    FlattenSpec, Mesh, MeshCoord, MeshSpec, MeshSplits, MeshSplitsIter, Selection, ViewSpec,
+    torchtitan_mesh,
+};
 pub use order::Order;
 pub use plan::groups::Groups;
+pub use plan::spread::Spread;
 pub use plan::table::{GroupTable, TableIter};
 pub use split::Split;
 pub use topology::Topology;

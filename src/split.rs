@@ -9,9 +9,9 @@ use std::fmt;
 ///
 /// ```
 /// use rank_layout::{Config, Kind, Layout, Split};
-/// let layout = Layout::new(&Config { tp: 2, pp: 4, world_size: Some(16), ..Config::default() })?;
+/// let layout = Layout::new(&Config::new().tp(2).pp(4).world_size(Some(16)))?;
 /// // pp groups [0, 4, 8, 12], [1, 5, 9, 13], ...: rank 13 is the fourth member of group 1.
-/// assert_eq!(layout.comm_split(13, Kind::PP)?, Some(Split { color: 1, key: 3 }));
+/// assert_eq!(layout.split(13, Kind::PP)?, Some(Split { color: 1, key: 3 }));
 /// # Ok::<(), rank_layout::Error>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -4,8 +4,8 @@ use crate::error::{Error, Result};
 
 /// The machine a layout runs on: `gpus_per_node` GPUs per node (ranks
 /// `[n*G, (n+1)*G)` are node `n`) and, optionally, `nodes_per_domain` nodes
-/// per domain (an NVLink domain or a rack: an NVL72 rack is 9 nodes of 8
-/// GPUs).
+/// per domain (an NVLink domain or a rack: a GB200 NVL72 rack is 18 nodes
+/// of 4 GPUs, `Topology::new(4, Some(18))`).
 ///
 /// A rank's node is its global rank divided by `gpus_per_node`, so a
 /// layout's `rank_offset` that is not a multiple of it shifts where groups
@@ -13,8 +13,8 @@ use crate::error::{Error, Result};
 ///
 /// ```
 /// use rank_layout::Topology;
-/// let t = Topology::new(8, Some(9))?;
-/// assert_eq!((t.node(75), t.local(75), t.domain(75)), (9, 3, Some(1)));
+/// let t = Topology::new(4, Some(18))?; // NVL72 racks
+/// assert_eq!((t.node(75), t.local(75), t.domain(75)), (18, 3, Some(1)));
 /// assert!(Topology::new(0, None).is_err());
 /// # Ok::<(), rank_layout::Error>(())
 /// ```

@@ -36,7 +36,7 @@ fn sets(groups: impl IntoIterator<Item = Vec<u32>>) -> BTreeSet<BTreeSet<u32>> {
 /// 3. every dp-cp-inter group lies in one dp-cp group, one member per instance;
 /// 4. the inter groups are the strided slices `g[a::len(g)/N]` of the dp-cp groups.
 fn brute_force(c: &Config) -> Option<u8> {
-    let n = c.dist_opt_instances.unwrap_or(1) as usize;
+    let n = c.dist_opt_instances as usize;
     let kinds: BTreeMap<String, Groups> = common::folded_kinds(c).into_iter().collect();
     let instance = owner(&kinds["dist-opt-instance"]);
     let dp_cp = owner(&kinds["dp-cp"]);
@@ -79,21 +79,15 @@ fn problem_number(p: DistOptProblem) -> u8 {
 /// Compares the crate with brute force on `c` (with `dist_opt_instances`
 /// set); `None` when the layout is invalid for another reason.
 fn compare(c: &Config) -> Option<Result<(), String>> {
-    let without = Config {
-        dist_opt_instances: None,
-        ..c.clone()
-    };
+    let without = c.clone().dist_opt_instances(1);
     let resolved = Layout::new(&without).ok()?.config().clone();
-    let n = c.dist_opt_instances?;
+    let n = Some(c.dist_opt_instances).filter(|n| *n > 1)?;
     let edp = Layout::new(&without).ok()?.sizes().edp;
     let dp_cp = resolved.dp? * resolved.cp;
     if dp_cp % n != 0 || edp % n != 0 {
         return None;
     }
-    let want = brute_force(&Config {
-        dist_opt_instances: Some(n),
-        ..resolved
-    });
+    let want = brute_force(&resolved.dist_opt_instances(n));
     let got = match Layout::new(c) {
         Ok(_) => None,
         Err(Error::DistOptInconsistent { problem, .. }) => Some(problem_number(problem)),
@@ -173,18 +167,16 @@ fn decision_equals_brute_force_up_to_16_ranks() {
                                     if !seen.insert(key) {
                                         continue;
                                     }
-                                    let c = Config {
-                                        tp,
-                                        cp,
-                                        ep,
-                                        dp: Some(dp),
-                                        pp,
-                                        etp: Some(etp),
-                                        order: order.parse().unwrap(),
-                                        expert_layout: ExpertLayout::Folded,
-                                        dist_opt_instances: Some(n),
-                                        ..Config::default()
-                                    };
+                                    let c = Config::new()
+                                        .tp(tp)
+                                        .cp(cp)
+                                        .ep(ep)
+                                        .dp(Some(dp))
+                                        .pp(pp)
+                                        .etp(Some(etp))
+                                        .order(order.parse().unwrap())
+                                        .expert_layout(ExpertLayout::Folded)
+                                        .dist_opt_instances(n);
                                     match compare(&c) {
                                         None => {}
                                         Some(r) => {
@@ -222,16 +214,16 @@ fn megatron_core_accepts_and_so_do_we() {
     // The example: folded, tp=2, cp=2, world 8, etp=1, N=2, order
     // cp-tp-ep-dp-pp: the intra groups lie inside one instance and each
     // inter group meets every instance once.
-    let l = Layout::new(&Config {
-        tp: 2,
-        cp: 2,
-        world_size: Some(8),
-        etp: Some(1),
-        expert_layout: ExpertLayout::Folded,
-        dist_opt_instances: Some(2),
-        order: "cp-tp-ep-dp-pp".parse().unwrap(),
-        ..Config::default()
-    })
+    let l = Layout::new(
+        &Config::new()
+            .tp(2)
+            .cp(2)
+            .world_size(Some(8))
+            .etp(Some(1))
+            .expert_layout(ExpertLayout::Folded)
+            .dist_opt_instances(2)
+            .order("cp-tp-ep-dp-pp".parse().unwrap()),
+    )
     .unwrap();
     let intra = l.groups(rank_layout::Kind::DP_CP_INTRA).unwrap().to_vecs();
     assert_eq!(intra, vec![vec![0, 1], vec![4, 5], vec![2, 3], vec![6, 7]]);
@@ -251,18 +243,7 @@ proptest! {
     ) {
         let tokens = ["tp", "cp", "ep", "dp", "pp"];
         let order: String = perm.iter().map(|i| tokens[*i]).collect::<Vec<_>>().join("-");
-        let c = Config {
-            tp: sizes[0],
-            cp: sizes[1],
-            dp: Some(sizes[2] * n),
-            pp: sizes[3],
-            ep: sizes[4],
-            etp: Some(sizes[5]),
-            order: order.parse().unwrap(),
-            expert_layout: ExpertLayout::Folded,
-            dist_opt_instances: Some(n),
-            ..Config::default()
-        };
+        let c = Config::new().tp(sizes[0]).cp(sizes[1]).dp(Some(sizes[2] * n)).pp(sizes[3]).ep(sizes[4]).etp(Some(sizes[5])).order(order.parse().unwrap()).expert_layout(ExpertLayout::Folded).dist_opt_instances(n);
         if let Some(r) = compare(&c) {
             prop_assert!(r.is_ok(), "{}", r.unwrap_err());
         }

@@ -11,7 +11,7 @@ use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 
 use proptest::prelude::*;
-use rank_layout::{Config, Error, Group, Kind, Layout, Split};
+use rank_layout::{Config, Error, ExpertLayout, Group, Kind, Layout, Split};
 
 use common::{any_config, nested_config};
 
@@ -108,10 +108,7 @@ fn check_table(l: &Layout, front: usize) -> Result<(), TestCaseError> {
                     None
                 }
             );
-            prop_assert_eq!(
-                l.groups(kind).unwrap().group_len().map(|n| n as usize),
-                table.group_len()
-            );
+            prop_assert_eq!(l.groups(kind).unwrap().group_len(), table.group_len());
 
             let mut rest = l.groups(kind).unwrap();
             for _ in 0..front.min(want.len()) {
@@ -149,13 +146,13 @@ fn check_splits(l: &Layout) -> Result<(), TestCaseError> {
             let steps: Vec<_> = l.splits(r).unwrap().collect();
             let mut i = 0;
             for &kind in l.kinds() {
-                let rounds = l.comm_split_rounds(kind).unwrap();
+                let rounds = l.split_rounds(kind).unwrap();
                 let mut got = Vec::new();
                 for round in 0..rounds {
                     let s = steps[i];
                     i += 1;
                     prop_assert_eq!((s.kind, s.round, s.rounds), (kind, round, rounds));
-                    prop_assert_eq!(s.split, l.comm_split_round(r, kind, round).unwrap());
+                    prop_assert_eq!(s.split, l.split_in_round(r, kind, round).unwrap());
                     got.extend(s.split);
                 }
                 got.sort();
@@ -226,50 +223,45 @@ proptest! {
 /// joined pipelines both ways, pipeline ends over each.
 #[test]
 fn every_plan_shape() {
-    let folded = |c: Config| Config {
-        expert_layout: rank_layout::ExpertLayout::Folded,
-        ..c
-    };
+    let folded = |c: Config| c.expert_layout(rank_layout::ExpertLayout::Folded);
     let layouts = [
-        folded(Config {
-            cp: 2,
-            dp: Some(3),
-            etp: Some(1),
-            dist_opt_instances: Some(2),
-            ..Config::default()
-        }),
-        folded(Config {
-            tp: 2,
-            cp: 4,
-            pp: 2,
-            dp: Some(2),
-            hierarchical_cp: Some(vec![2, 2]),
-            dist_opt_instances: Some(2),
-            etp: Some(1),
-            ep: 2,
-            ..Config::default()
-        }),
-        Config {
-            tp: 4,
-            cp: 2,
-            dp: Some(2),
-            pp: 2,
-            encoder_tp: Some(2),
-            encoder_pp: Some(2),
-            order: "dp-tp-cp-pp".parse().unwrap(),
-            ..Config::default()
-        },
-        Config {
-            tp: 2,
-            cp: 2,
-            dp: Some(2),
-            pp: 3,
-            encoder_tp: Some(5),
-            encoder_pp: Some(1),
-            order: "cp-tp-dp-pp".parse().unwrap(),
-            rank_offset: 3,
-            ..Config::default()
-        },
+        folded(
+            Config::new()
+                .cp(2)
+                .dp(Some(3))
+                .etp(Some(1))
+                .dist_opt_instances(2),
+        ),
+        folded(
+            Config::new()
+                .tp(2)
+                .cp(4)
+                .pp(2)
+                .dp(Some(2))
+                .hierarchical_cp(vec![2, 2])
+                .dist_opt_instances(2)
+                .etp(Some(1))
+                .ep(2),
+        ),
+        Config::new()
+            .tp(4)
+            .cp(2)
+            .dp(Some(2))
+            .pp(2)
+            .encoder_tp(Some(2))
+            .encoder_pp(Some(2))
+            .order("dp-tp-cp-pp".parse().unwrap())
+            .expert_layout(ExpertLayout::Nested),
+        Config::new()
+            .tp(2)
+            .cp(2)
+            .dp(Some(2))
+            .pp(3)
+            .encoder_tp(Some(5))
+            .encoder_pp(Some(1))
+            .order("cp-tp-dp-pp".parse().unwrap())
+            .rank_offset(3)
+            .expert_layout(ExpertLayout::Nested),
     ];
     let intra = Layout::new(&layouts[0]).unwrap();
     assert_eq!(
@@ -288,11 +280,12 @@ fn every_plan_shape() {
 
 #[test]
 fn tp_group_equals_tp_cp_group_when_cp_is_one() {
-    let l = Layout::new(&Config {
-        tp: 2,
-        world_size: Some(4),
-        ..Config::default()
-    })
+    let l = Layout::new(
+        &Config::new()
+            .tp(2)
+            .world_size(Some(4))
+            .expert_layout(ExpertLayout::Nested),
+    )
     .unwrap();
     let tp = l.groups(Kind::TP).unwrap().next().unwrap();
     let tp_cp = l.groups(Kind::TP_CP).unwrap().next().unwrap();
@@ -304,18 +297,19 @@ fn tp_group_equals_tp_cp_group_when_cp_is_one() {
 #[test]
 fn fill_at_a_million_ranks_is_a_partition() {
     // 2^20 ranks: every partition kind's members cover the world once.
-    let l = Layout::new(&Config {
-        tp: 8,
-        cp: 2,
-        ep: 8,
-        pp: 16,
-        world_size: Some(1 << 20),
-        ..Config::default()
-    })
+    let l = Layout::new(
+        &Config::new()
+            .tp(8)
+            .cp(2)
+            .ep(8)
+            .pp(16)
+            .world_size(Some(1 << 20))
+            .expert_layout(ExpertLayout::Nested),
+    )
     .unwrap();
     let mut out = vec![0u32; 1 << 20];
     for &kind in l.kinds() {
-        if matches!(kind, Kind::Embd | Kind::PosEmbd) {
+        if matches!(kind, Kind::EMBD | Kind::POS_EMBD) {
             continue;
         }
         assert_eq!(l.groups(kind).unwrap().fill(&mut out).unwrap(), 1 << 20);

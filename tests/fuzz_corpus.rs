@@ -11,7 +11,7 @@ use std::alloc::{GlobalAlloc, Layout as Allocation, System};
 use std::cell::Cell;
 use std::path::Path;
 
-use rank_layout::{Config, Kind, Layout, Split};
+use rank_layout::{Config, ExpertLayout, Kind, Layout, Split};
 
 /// Every file of `fuzz/corpus/<target>/` through `entry`; fails when the
 /// directory is missing or empty, so the test cannot pass vacuously.
@@ -55,6 +55,16 @@ fn corpus_json_config() {
 #[test]
 fn corpus_layout() {
     replay("layout", entries::layout);
+}
+
+#[test]
+fn corpus_mesh_spec() {
+    replay("mesh_spec", entries::mesh_spec);
+}
+
+#[test]
+fn corpus_megatron_args() {
+    replay("megatron_args", entries::megatron_args);
 }
 
 // Regression tests: one per bug the fuzzers found, with the minimized input.
@@ -150,14 +160,13 @@ fn layout_new_is_linear_in_split_rounds() {
         (1, Some(1 << 30), None)
     );
     for (tp, encoder_tp) in [(1, 1 << 18), (1 << 18, 1)] {
-        let config = Config {
-            tp,
-            encoder_tp: Some(encoder_tp),
-            ..Config::default()
-        };
+        let config = Config::new()
+            .tp(tp)
+            .encoder_tp(Some(encoder_tp))
+            .expert_layout(ExpertLayout::Nested);
         let (layout, bytes) = allocated_by(|| Layout::new(&config));
         let layout = layout.unwrap();
-        assert_eq!(layout.comm_split_rounds(Kind::PP).unwrap(), 1 << 18);
+        assert_eq!(layout.split_rounds(Kind::PP).unwrap(), 1 << 18);
         assert!(
             bytes < LAYOUT_NEW_BUDGET,
             "Layout::new allocated {bytes} bytes for {config:?}"
@@ -167,23 +176,24 @@ fn layout_new_is_linear_in_split_rounds() {
     entries::json_config(JSON_INPUT.as_bytes());
 }
 
-/// Found by the `layout` target (a timeout): `comm_split` of `pos-embd` for
+/// Found by the `layout` target (a timeout): `split` of `pos-embd` for
 /// a decoder rank of a fan-in layout listed every joined pipeline of the
 /// rank (one per encoder index of its block) before finding it is in no
 /// `pos-embd` group. Now a rank inside its pipelines is answered at once.
 /// The input is in the replayed corpus (`regression-pos-embd-fan-in`).
 #[test]
 fn pos_embd_of_a_wide_fan_in_is_answered_without_listing_pipelines() {
-    let layout = Layout::new(&Config {
-        tp: 1,
-        encoder_tp: Some(1 << 24),
-        ..Config::default()
-    })
+    let layout = Layout::new(
+        &Config::new()
+            .tp(1)
+            .encoder_tp(Some(1 << 24))
+            .expert_layout(ExpertLayout::Nested),
+    )
     .unwrap();
     let decoder = layout.encoder_world_size();
     let (answers, bytes) = allocated_by(|| {
         (
-            layout.comm_split(decoder, Kind::POS_EMBD),
+            layout.split(decoder, Kind::POS_EMBD),
             layout.memberships(decoder, Kind::POS_EMBD),
         )
     });
@@ -191,7 +201,7 @@ fn pos_embd_of_a_wide_fan_in_is_answered_without_listing_pipelines() {
     assert!(answers.1.unwrap().is_empty());
     assert!(bytes < LAYOUT_NEW_BUDGET, "{bytes} bytes allocated");
     assert_eq!(
-        layout.comm_split(0, Kind::POS_EMBD).unwrap(),
+        layout.split(0, Kind::POS_EMBD).unwrap(),
         Some(Split { color: 0, key: 0 })
     );
 }

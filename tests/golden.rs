@@ -19,13 +19,14 @@ fn v(groups: &[&[u32]]) -> Vec<Vec<u32>> {
 #[test]
 fn megatron_docstring_tp2_dp3_pp4() {
     // generate_masked_orthogonal_rank_groups docstring: [tp, dp, pp] = [2, 3, 4].
-    let l = layout(Config {
-        tp: 2,
-        dp: Some(3),
-        pp: 4,
-        order: "tp-dp-pp".parse().unwrap(),
-        ..Config::default()
-    });
+    let l = layout(
+        Config::new()
+            .tp(2)
+            .dp(Some(3))
+            .pp(4)
+            .order("tp-dp-pp".parse().unwrap())
+            .expert_layout(ExpertLayout::Nested),
+    );
     assert_eq!(
         groups(&l, "dp"),
         v(&[
@@ -44,13 +45,14 @@ fn megatron_docstring_tp2_dp3_pp4() {
 #[test]
 fn megatron_docstring_16_ranks_tp2_pp4() {
     // initialize_model_parallel docstring: 16 GPUs, tp=2, pp=4 (dp=2).
-    let l = layout(Config {
-        tp: 2,
-        pp: 4,
-        world_size: Some(16),
-        order: "tp-dp-pp".parse().unwrap(),
-        ..Config::default()
-    });
+    let l = layout(
+        Config::new()
+            .tp(2)
+            .pp(4)
+            .world_size(Some(16))
+            .order("tp-dp-pp".parse().unwrap())
+            .expert_layout(ExpertLayout::Nested),
+    );
     assert_eq!(
         groups(&l, "tp"),
         v(&[
@@ -91,12 +93,13 @@ fn megatron_docstring_16_ranks_tp2_pp4() {
 #[test]
 fn megatron_context_parallel_8_gpus() {
     // Megatron docstring: 8 GPUs, tp=4, cp=2.
-    let l = layout(Config {
-        tp: 4,
-        cp: 2,
-        world_size: Some(8),
-        ..Config::default()
-    });
+    let l = layout(
+        Config::new()
+            .tp(4)
+            .cp(2)
+            .world_size(Some(8))
+            .expert_layout(ExpertLayout::Nested),
+    );
     assert_eq!(groups(&l, "cp"), v(&[&[0, 4], &[1, 5], &[2, 6], &[3, 7]]));
     assert_eq!(groups(&l, "tp"), v(&[&[0, 1, 2, 3], &[4, 5, 6, 7]]));
 }
@@ -104,14 +107,15 @@ fn megatron_context_parallel_8_gpus() {
 #[test]
 fn spec_encdec_seed_case() {
     // semantics 3.3: tp=4, encoder_tp=2, cp=2, pp=encoder_pp=1, world 12.
-    let l = layout(Config {
-        tp: 4,
-        cp: 2,
-        encoder_tp: Some(2),
-        encoder_pp: Some(1),
-        world_size: Some(12),
-        ..Config::default()
-    });
+    let l = layout(
+        Config::new()
+            .tp(4)
+            .cp(2)
+            .encoder_tp(Some(2))
+            .encoder_pp(Some(1))
+            .world_size(Some(12))
+            .expert_layout(ExpertLayout::Nested),
+    );
     assert_eq!(
         groups(&l, "pp"),
         v(&[
@@ -131,26 +135,20 @@ fn spec_encdec_seed_case() {
 fn spec_megatron_encdec_expectation() {
     // semantics 3.3, Megatron's own test: order tp-dp-pp, encoder_tp=1,
     // encoder_pp=1, tp=2, pp=1, dp=2 (6 ranks).
-    let base = Config {
-        tp: 2,
-        dp: Some(2),
-        encoder_tp: Some(1),
-        encoder_pp: Some(1),
-        order: "tp-dp-pp".parse().unwrap(),
-        ..Config::default()
-    };
+    let base = Config::new()
+        .tp(2)
+        .dp(Some(2))
+        .encoder_tp(Some(1))
+        .encoder_pp(Some(1))
+        .order("tp-dp-pp".parse().unwrap())
+        .expert_layout(ExpertLayout::Nested);
     let l = layout(base.clone());
     assert_eq!(l.world_size(), 6);
     assert_eq!(groups(&l, "tp"), v(&[&[0], &[1], &[2, 3], &[4, 5]]));
     assert_eq!(groups(&l, "dp"), v(&[&[0, 1], &[2, 4], &[3, 5]]));
     assert_eq!(groups(&l, "pp"), v(&[&[0, 2], &[0, 3], &[1, 4], &[1, 5]]));
     // And with encoder_tp=3, tp=5, dp=1.
-    let l = layout(Config {
-        tp: 5,
-        dp: Some(1),
-        encoder_tp: Some(3),
-        ..base
-    });
+    let l = layout(base.tp(5).dp(Some(1)).encoder_tp(Some(3)));
     assert_eq!(
         groups(&l, "pp"),
         v(&[&[0, 3], &[0, 4], &[1, 5], &[1, 6], &[2, 7]])
@@ -160,13 +158,13 @@ fn spec_megatron_encdec_expectation() {
 #[test]
 fn issue_hierarchical_cp_examples() {
     // Folded, tp=2, cp=4, dp=pp=1, levels [2, 2].
-    let l = layout(Config {
-        tp: 2,
-        cp: 4,
-        expert_layout: ExpertLayout::Folded,
-        hierarchical_cp: Some(vec![2, 2]),
-        ..Config::default()
-    });
+    let l = layout(
+        Config::new()
+            .tp(2)
+            .cp(4)
+            .expert_layout(ExpertLayout::Folded)
+            .hierarchical_cp(vec![2, 2]),
+    );
     assert_eq!(groups(&l, "cp"), v(&[&[0, 2, 4, 6], &[1, 3, 5, 7]]));
     assert_eq!(
         groups(&l, "hcp-0"),
@@ -177,11 +175,12 @@ fn issue_hierarchical_cp_examples() {
         v(&[&[0, 4], &[2, 6], &[1, 5], &[3, 7]])
     );
     // cp=16, levels [2, 2, 4]: one cp group 0..15.
-    let l = layout(Config {
-        cp: 16,
-        hierarchical_cp: Some(vec![2, 2, 4]),
-        ..Config::default()
-    });
+    let l = layout(
+        Config::new()
+            .cp(16)
+            .hierarchical_cp(vec![2, 2, 4])
+            .expert_layout(ExpertLayout::Nested),
+    );
     let h0 = groups(&l, "hcp-0");
     assert_eq!(&h0[..2], &v(&[&[0, 1], &[2, 3]])[..]);
     let h1 = groups(&l, "hcp-1");
@@ -193,15 +192,15 @@ fn issue_hierarchical_cp_examples() {
 #[test]
 fn issue_dist_opt_example() {
     // Folded, tp=1, cp=2, dp=4, ep=2, etp=1, N=2.
-    let l = layout(Config {
-        cp: 2,
-        dp: Some(4),
-        ep: 2,
-        etp: Some(1),
-        expert_layout: ExpertLayout::Folded,
-        dist_opt_instances: Some(2),
-        ..Config::default()
-    });
+    let l = layout(
+        Config::new()
+            .cp(2)
+            .dp(Some(4))
+            .ep(2)
+            .etp(Some(1))
+            .expert_layout(ExpertLayout::Folded)
+            .dist_opt_instances(2),
+    );
     assert_eq!(
         groups(&l, "dp-cp-intra"),
         v(&[&[0, 1, 2, 3], &[4, 5, 6, 7]])
@@ -224,33 +223,25 @@ fn issue_dist_opt_example() {
 fn vector_config(config: &serde_json::Value) -> Config {
     let n = |k: &str| config.get(k).and_then(|v| v.as_u64()).map(|v| v as u32);
     let mode = config["mode"].as_str().unwrap();
-    Config {
-        tp: n("tp").unwrap_or(1),
-        cp: n("cp").unwrap_or(1),
-        ep: n("ep").unwrap_or(1),
-        dp: n("dp"),
-        pp: n("pp").unwrap_or(1),
-        world_size: n("world_size"),
-        order: config["order"].as_str().unwrap().parse().unwrap(),
-        rank_offset: n("rank_offset").unwrap_or(0),
-        encoder_tp: if mode == "encdec" {
-            n("encoder_tp")
-        } else {
-            None
-        },
-        encoder_pp: if mode == "encdec" {
-            n("encoder_pp")
-        } else {
-            None
-        },
-        expert_layout: if mode == "folded" {
+    let encdec = mode == "encdec";
+    let folded = mode == "folded";
+    Config::new()
+        .tp(n("tp").unwrap_or(1))
+        .cp(n("cp").unwrap_or(1))
+        .ep(n("ep").unwrap_or(1))
+        .dp(n("dp"))
+        .pp(n("pp").unwrap_or(1))
+        .world_size(n("world_size"))
+        .order(config["order"].as_str().unwrap().parse().unwrap())
+        .rank_offset(n("rank_offset").unwrap_or(0))
+        .encoder_tp(if encdec { n("encoder_tp") } else { None })
+        .encoder_pp(if encdec { n("encoder_pp") } else { None })
+        .expert_layout(if folded {
             ExpertLayout::Folded
         } else {
             ExpertLayout::Nested
-        },
-        etp: if mode == "folded" { n("etp") } else { None },
-        ..Config::default()
-    }
+        })
+        .etp(if folded { n("etp") } else { None })
 }
 
 #[test]

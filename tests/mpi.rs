@@ -1,5 +1,5 @@
 //! Real communicators (feature `mpi`), under `mpirun` at 8, 16 and 32
-//! processes: every communicator `Layout::split_all` builds must be the
+//! processes: every communicator `Layout::communicators` builds must be the
 //! group `memberships` names (members gathered over MPI, in order; rank =
 //! key), pipeline neighbours must be the layout's, processes outside a
 //! smaller layout get none; the launcher example checks its communicators,
@@ -15,10 +15,10 @@ use std::io::Read;
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
-use rank_layout::mpi::collective::SystemOperation;
-use rank_layout::mpi::topology::{Communicator, SimpleCommunicator};
+use rank_layout::mpi::rsmpi::collective::SystemOperation;
 use rank_layout::mpi::traits::*;
-use rank_layout::{Config, ExpertLayout, Layout};
+use rank_layout::mpi::{Communicator, SimpleCommunicator};
+use rank_layout::{Config, ExpertLayout, Layout, Mesh, MeshSpec};
 
 #[allow(dead_code)]
 #[path = "../examples/mpi_launcher.rs"]
@@ -30,10 +30,7 @@ const MODE: &str = "RANK_LAYOUT_MPI_MODE";
 const DEADLINE: Duration = Duration::from_secs(300);
 
 fn folded(c: Config) -> Config {
-    Config {
-        expert_layout: ExpertLayout::Folded,
-        ..c
-    }
+    c.expert_layout(ExpertLayout::Folded)
 }
 
 /// The membership suite for a job of `processes` processes: a dense layout
@@ -44,154 +41,245 @@ fn layouts(processes: u32) -> Vec<(&'static str, Config)> {
     let mut out = vec![
         (
             "encoder+decoder fan-out tp2 etp1 cp2",
-            Config {
-                tp: 2,
-                cp: 2,
-                encoder_tp: Some(1),
-                encoder_pp: Some(1),
-                ..Config::default()
-            },
+            Config::new()
+                .tp(2)
+                .cp(2)
+                .encoder_tp(Some(1))
+                .encoder_pp(Some(1))
+                .expert_layout(ExpertLayout::Nested),
         ),
         (
             "encoder+decoder fan-in tp1 etp3 pp2",
-            Config {
-                tp: 1,
-                pp: 2,
-                encoder_tp: Some(3),
-                encoder_pp: Some(1),
-                ..Config::default()
-            },
+            Config::new()
+                .tp(1)
+                .pp(2)
+                .encoder_tp(Some(3))
+                .encoder_pp(Some(1))
+                .expert_layout(ExpertLayout::Nested),
         ),
         (
             "half the world, tp2, offset 1",
-            Config {
-                tp: 2,
-                world_size: Some(processes / 2),
-                rank_offset: 1,
-                ..Config::default()
-            },
+            Config::new()
+                .tp(2)
+                .world_size(Some(processes / 2))
+                .rank_offset(1)
+                .expert_layout(ExpertLayout::Nested),
         ),
     ];
     match processes {
         8 => out.extend([
             (
                 "dense tp2 cp2 pp2, order pp-tp-cp-dp",
-                Config {
-                    tp: 2,
-                    cp: 2,
-                    pp: 2,
-                    world_size: Some(8),
-                    order: "pp-tp-cp-dp".parse().unwrap(),
-                    ..Config::default()
-                },
+                Config::new()
+                    .tp(2)
+                    .cp(2)
+                    .pp(2)
+                    .world_size(Some(8))
+                    .order("pp-tp-cp-dp".parse().unwrap())
+                    .expert_layout(ExpertLayout::Nested),
             ),
             (
                 "folded cp2 dp4 ep2 etp1, dist-opt 2, hcp [2]",
-                folded(Config {
-                    cp: 2,
-                    dp: Some(4),
-                    ep: 2,
-                    etp: Some(1),
-                    dist_opt_instances: Some(2),
-                    hierarchical_cp: Some(vec![2]),
-                    ..Config::default()
-                }),
+                folded(
+                    Config::new()
+                        .cp(2)
+                        .dp(Some(4))
+                        .ep(2)
+                        .etp(Some(1))
+                        .dist_opt_instances(2)
+                        .hierarchical_cp(vec![2]),
+                ),
             ),
         ]),
         16 => out.extend([
             (
                 "dense tp2 cp2 ep2 pp2 dp2",
-                Config {
-                    tp: 2,
-                    cp: 2,
-                    ep: 2,
-                    pp: 2,
-                    world_size: Some(16),
-                    ..Config::default()
-                },
+                Config::new()
+                    .tp(2)
+                    .cp(2)
+                    .ep(2)
+                    .pp(2)
+                    .world_size(Some(16))
+                    .expert_layout(ExpertLayout::Nested),
             ),
             (
                 "folded tp2 cp2 dp4 ep4 etp1, dist-opt 2, hcp [2]",
-                folded(Config {
-                    tp: 2,
-                    cp: 2,
-                    dp: Some(4),
-                    ep: 4,
-                    etp: Some(1),
-                    dist_opt_instances: Some(2),
-                    hierarchical_cp: Some(vec![2]),
-                    ..Config::default()
-                }),
+                folded(
+                    Config::new()
+                        .tp(2)
+                        .cp(2)
+                        .dp(Some(4))
+                        .ep(4)
+                        .etp(Some(1))
+                        .dist_opt_instances(2)
+                        .hierarchical_cp(vec![2]),
+                ),
             ),
             (
                 "encoder+decoder fan-in tp1 etp3 dp2 pp2",
-                Config {
-                    tp: 1,
-                    dp: Some(2),
-                    pp: 2,
-                    encoder_tp: Some(3),
-                    encoder_pp: Some(1),
-                    ..Config::default()
-                },
+                Config::new()
+                    .tp(1)
+                    .dp(Some(2))
+                    .pp(2)
+                    .encoder_tp(Some(3))
+                    .encoder_pp(Some(1))
+                    .expert_layout(ExpertLayout::Nested),
             ),
         ]),
         _ => out.extend([
             (
                 "dense tp2 cp2 ep2 pp2 dp4",
-                Config {
-                    tp: 2,
-                    cp: 2,
-                    ep: 2,
-                    pp: 2,
-                    world_size: Some(32),
-                    ..Config::default()
-                },
+                Config::new()
+                    .tp(2)
+                    .cp(2)
+                    .ep(2)
+                    .pp(2)
+                    .world_size(Some(32))
+                    .expert_layout(ExpertLayout::Nested),
             ),
             (
                 "folded tp2 cp2 dp8 ep4 etp1, dist-opt 2, hcp [2]",
-                folded(Config {
-                    tp: 2,
-                    cp: 2,
-                    dp: Some(8),
-                    ep: 4,
-                    etp: Some(1),
-                    dist_opt_instances: Some(2),
-                    hierarchical_cp: Some(vec![2]),
-                    ..Config::default()
-                }),
+                folded(
+                    Config::new()
+                        .tp(2)
+                        .cp(2)
+                        .dp(Some(8))
+                        .ep(4)
+                        .etp(Some(1))
+                        .dist_opt_instances(2)
+                        .hierarchical_cp(vec![2]),
+                ),
             ),
             (
                 "encoder+decoder fan-out tp4 etp2 cp2 dp2",
-                Config {
-                    tp: 4,
-                    cp: 2,
-                    dp: Some(2),
-                    encoder_tp: Some(2),
-                    encoder_pp: Some(1),
-                    ..Config::default()
-                },
+                Config::new()
+                    .tp(4)
+                    .cp(2)
+                    .dp(Some(2))
+                    .encoder_tp(Some(2))
+                    .encoder_pp(Some(1))
+                    .expert_layout(ExpertLayout::Nested),
             ),
             (
                 "encoder+decoder fan-in tp2 etp5 pp2 dp2, order dp-tp-pp",
-                Config {
-                    tp: 2,
-                    dp: Some(2),
-                    pp: 2,
-                    encoder_tp: Some(5),
-                    encoder_pp: Some(1),
-                    order: "dp-tp-pp".parse().unwrap(),
-                    ..Config::default()
-                },
+                Config::new()
+                    .tp(2)
+                    .dp(Some(2))
+                    .pp(2)
+                    .encoder_tp(Some(5))
+                    .encoder_pp(Some(1))
+                    .order("dp-tp-pp".parse().unwrap())
+                    .expert_layout(ExpertLayout::Nested),
             ),
         ]),
     }
     out
 }
 
+/// Meshes for a job of `processes` processes: torchtitan's dims with their
+/// expert view and names, a DeviceMesh-order mesh with a view and a
+/// flatten smaller than the world, and a mesh with a rank map.
+fn meshes(processes: u32) -> Vec<(&'static str, Mesh)> {
+    let reversed: Vec<u32> = (0..processes / 2).rev().collect();
+    vec![
+        (
+            "torchtitan dp_replicate 2, tp 2, ep 2",
+            rank_layout::torchtitan_mesh(2, None, 1, 2, 1, 2, processes).unwrap(),
+        ),
+        (
+            "device mesh (2, 2, n/8) at offset 1, a view and a flatten",
+            MeshSpec::parse_device_mesh(&format!("pp=2,dp={},tp=2", processes / 8))
+                .unwrap()
+                .rank_offset(1)
+                .view(&format!("expert:pp,ep={},etp=1", processes / 4))
+                .unwrap()
+                .flatten("dp_tp=dp,tp")
+                .unwrap()
+                .build()
+                .unwrap(),
+        ),
+        (
+            "rank map reversed, half the world",
+            Mesh::new([("a", 2), ("b", processes / 4)])
+                .unwrap()
+                .with_rank_map(reversed)
+                .unwrap(),
+        ),
+    ]
+}
+
+/// Every dim set of `mesh`: each subset of its dims, of each view's, and
+/// its flattens.
+fn dim_sets(mesh: &Mesh) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut add = |prefix: &str, dims: Vec<String>| {
+        for bits in 1u32..(1 << dims.len()) {
+            let chosen: Vec<&str> = dims
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| bits & (1 << i) != 0)
+                .map(|(_, d)| d.as_str())
+                .collect();
+            out.push(format!("{prefix}{}", chosen.join("-")));
+        }
+    };
+    add("", mesh.dims().map(|(n, _)| n.to_owned()).collect());
+    for view in mesh.views() {
+        let dims = mesh
+            .view_dims(view)
+            .unwrap()
+            .map(|(n, _)| n.to_owned())
+            .collect();
+        add(&format!("{view}:"), dims);
+    }
+    out.extend(mesh.flattens().map(|(n, _)| n.to_owned()));
+    out
+}
+
+/// Checks this process's communicator of every dim set of `mesh`.
+fn check_mesh(world: &SimpleCommunicator, mesh: &Mesh) -> Result<(), String> {
+    let me = world.rank() as u32;
+    let sets = dim_sets(mesh);
+    let specs: Vec<&str> = sets.iter().map(String::as_str).collect();
+    let comms = mesh
+        .communicators(world, &specs)
+        .map_err(|e| e.to_string())?;
+    let inside = me >= mesh.rank_offset() && u64::from(me) < mesh.rank_end();
+    for spec in &specs {
+        let got = comms.get(spec).map_err(|e| e.to_string())?;
+        match (got, inside) {
+            (None, false) => {}
+            (Some(g), true) => {
+                let want = mesh.split(me, spec).map_err(|e| e.to_string())?;
+                let members = mesh
+                    .groups(spec)
+                    .unwrap()
+                    .nth(want.color as usize)
+                    .unwrap()
+                    .to_vec();
+                if (g.color, g.key, g.world_ranks()) != (want.color, want.key, members.clone()) {
+                    return Err(format!(
+                        "{spec}: built {:?}",
+                        (g.color, g.key, g.world_ranks())
+                    ));
+                }
+                let mut gathered = vec![0i32; members.len()];
+                g.comm.all_gather_into(&world.rank(), &mut gathered[..]);
+                let gathered: Vec<u32> = gathered.into_iter().map(|r| r as u32).collect();
+                if gathered != members || g.comm.rank() as u32 != g.key {
+                    return Err(format!("{spec}: gathered {gathered:?}, group {members:?}"));
+                }
+            }
+            (got, _) => return Err(format!("{spec}: inside {inside}, built {got:?}")),
+        }
+    }
+    Ok(())
+}
+
 /// Checks every communicator of this process against the layout.
 fn check_layout(world: &SimpleCommunicator, layout: &Layout) -> Result<(), String> {
     let me = world.rank() as u32;
-    let comms = layout.split_all(world).map_err(|e| e.to_string())?;
+    let comms = layout.communicators(world).map_err(|e| e.to_string())?;
     let inside = me >= layout.rank_offset() && u64::from(me) < layout.rank_end();
     if comms.rank() != inside.then_some(me) {
         return Err(format!("rank() is {:?}", comms.rank()));
@@ -205,11 +293,11 @@ fn check_layout(world: &SimpleCommunicator, layout: &Layout) -> Result<(), Strin
         };
         let got_slots: Vec<(u32, u32, Vec<u32>)> = got
             .iter()
-            .map(|g| (g.index, g.key, g.world_ranks()))
+            .map(|g| (g.color, g.key, g.world_ranks()))
             .collect();
         let want_slots: Vec<(u32, u32, Vec<u32>)> = want
             .iter()
-            .map(|m| (m.index, m.key, m.group.to_vec()))
+            .map(|m| (m.color, m.key, m.group.to_vec()))
             .collect();
         if got_slots != want_slots {
             return Err(format!(
@@ -275,6 +363,23 @@ fn suite(world: &SimpleCommunicator) -> ExitCode {
     for (name, config) in layouts(world.size() as u32) {
         let layout = Layout::new(&config).expect("a valid layout");
         let result = check_layout(world, &layout);
+        if let Err(e) = &result {
+            eprintln!("FAILED {name}, process {}: {e}", world.rank());
+        }
+        let mut all_ok = 0i32;
+        world.all_reduce_into(
+            &i32::from(result.is_ok()),
+            &mut all_ok,
+            SystemOperation::min(),
+        );
+        if all_ok == 1 {
+            passed += 1;
+        } else {
+            failed += 1;
+        }
+    }
+    for (name, mesh) in meshes(world.size() as u32) {
+        let result = check_mesh(world, &mesh);
         if let Err(e) = &result {
             eprintln!("FAILED {name}, process {}: {e}", world.rank());
         }
@@ -381,7 +486,10 @@ fn scenarios() -> Vec<Scenario> {
             format!("membership suite on {n} processes"),
             Box::new(move || {
                 let j = job(n, "suite", &[], &[])?;
-                let want = format!("suite: {} passed, 0 failed", layouts(n).len());
+                let want = format!(
+                    "suite: {} passed, 0 failed",
+                    layouts(n).len() + meshes(n).len()
+                );
                 if j.code == Some(0) && j.stdout.contains(&want) {
                     Ok(())
                 } else {

@@ -66,7 +66,7 @@ proptest! {
                     seen[(r - l.rank_offset()) as usize] += 1;
                 }
             }
-            if matches!(kind, Kind::Embd | Kind::PosEmbd) {
+            if matches!(kind, Kind::EMBD | Kind::POS_EMBD) {
                 prop_assert!(seen.iter().all(|n| *n <= 1), "{}", kind);
             } else {
                 prop_assert!(seen.iter().all(|n| *n == 1), "{}", kind);
@@ -84,7 +84,7 @@ proptest! {
         let l = Layout::new(&c).unwrap();
         for &kind in l.kinds() {
             let table = enumerate(&l, kind);
-            let rounds = l.comm_split_rounds(kind).unwrap();
+            let rounds = l.split_rounds(kind).unwrap();
             for r in ranks(&l) {
                 let want = table.get(&r).cloned().unwrap_or_default();
                 let got: Vec<(u32, u32)> = l
@@ -93,20 +93,20 @@ proptest! {
                     .iter()
                     .map(|m| {
                         assert_eq!(m.group.get(m.key as usize), Some(r));
-                        (m.index, m.key)
+                        (m.color, m.key)
                     })
                     .collect();
                 // Listed by ascending index, as the enumeration meets them.
                 prop_assert_eq!(&got, &want, "rank {} kind {}", r, kind);
                 if rounds == 1 {
-                    prop_assert_eq!(l.comm_split(r, kind).unwrap().map(|s| (s.color, s.key)), want.first().copied());
-                    let one = l.group_of(r, kind).unwrap().map(|m| (m.index, m.key));
+                    prop_assert_eq!(l.split(r, kind).unwrap().map(|s| (s.color, s.key)), want.first().copied());
+                    let one = l.group_of(r, kind).unwrap().map(|m| (m.color, m.key));
                     prop_assert_eq!(one, want.first().copied());
                 } else {
-                    prop_assert!(matches!(l.comm_split(r, kind), Err(Error::OverlappingKind { .. })), "{}", kind);
+                    prop_assert!(matches!(l.split(r, kind), Err(Error::OverlappingKind { .. })), "{}", kind);
                 }
                 let mut by_round: Vec<(u32, u32)> = (0..rounds)
-                    .filter_map(|round| l.comm_split_round(r, kind, round).unwrap().map(|s| (s.color, s.key)))
+                    .filter_map(|round| l.split_in_round(r, kind, round).unwrap().map(|s| (s.color, s.key)))
                     .collect();
                 by_round.sort();
                 prop_assert_eq!(by_round, want, "rounds of rank {} kind {}", r, kind);
@@ -115,13 +115,13 @@ proptest! {
             for round in 0..rounds {
                 let mut seen = std::collections::BTreeSet::new();
                 for r in ranks(&l) {
-                    if l.comm_split_round(r, kind, round).unwrap().is_some() {
+                    if l.split_in_round(r, kind, round).unwrap().is_some() {
                         prop_assert!(seen.insert(r));
                     }
                 }
             }
             prop_assert!(matches!(
-                l.comm_split_round(l.rank_offset(), kind, rounds),
+                l.split_in_round(l.rank_offset(), kind, rounds),
                 Err(Error::RoundOutOfRange { .. })
             ), "{}", kind);
         }
@@ -189,7 +189,7 @@ proptest! {
                 if !p.contains(&w[0]) { p.push(w[0]); }
             }
         }
-        let embd: std::collections::BTreeSet<u32> = l.groups(Kind::Embd).unwrap().flatten().collect();
+        let embd: std::collections::BTreeSet<u32> = l.groups(Kind::EMBD).unwrap().flatten().collect();
         for r in ranks(&l) {
             let mut got = l.pipeline_next(r).unwrap();
             got.sort();
@@ -244,7 +244,7 @@ proptest! {
         prop_assert_eq!(fan_outs.iter().sum::<u32>() as usize, l.groups(Kind::PP).unwrap().len());
         // Other kinds: each grid's ranks exactly once.
         for &kind in l.kinds() {
-            if matches!(kind, Kind::Embd | Kind::PosEmbd) || kind == Kind::PP || kind == Kind::TP_PP { continue; }
+            if matches!(kind, Kind::EMBD | Kind::POS_EMBD) || kind == Kind::PP || kind == Kind::TP_PP { continue; }
             let mut seen = vec![0u32; l.world_size() as usize];
             for g in l.groups(kind).unwrap() {
                 let parts: Vec<Part> = g.iter().map(|r| l.placement(r).unwrap().part).collect();
@@ -271,30 +271,30 @@ proptest! {
         };
         let cp = owner(Kind::CP);
         for &kind in l.kinds() {
-            if let Kind::Hcp(_) = kind {
+            if kind.hcp_level().is_some() {
                 for g in l.groups(kind).unwrap() {
                     let first = cp[&g.first().unwrap()];
                     prop_assert!(g.iter().all(|r| cp[&r] == first), "{} {:?}", kind, g);
                 }
             }
         }
-        let n = l.config().dist_opt_instances.unwrap_or(1);
+        let n = l.config().dist_opt_instances;
         if n > 1 {
             let dp_cp = owner(Kind::DP_CP);
-            let instance = owner(Kind::DistOptInstance);
-            prop_assert_eq!(l.groups(Kind::DistOptInstance).unwrap().len(), n as usize);
-            for g in l.groups(Kind::DistOptInstance).unwrap() {
+            let instance = owner(Kind::DIST_OPT_INSTANCE);
+            prop_assert_eq!(l.groups(Kind::DIST_OPT_INSTANCE).unwrap().len(), n as usize);
+            for g in l.groups(Kind::DIST_OPT_INSTANCE).unwrap() {
                 prop_assert_eq!(g.len() as u32, l.world_size() / n);
             }
-            for g in l.groups(Kind::DpCpIntra).unwrap() {
+            for g in l.groups(Kind::DP_CP_INTRA).unwrap() {
                 let (a, b) = (dp_cp[&g.first().unwrap()], instance[&g.first().unwrap()]);
                 prop_assert!(g.iter().all(|r| dp_cp[&r] == a && instance[&r] == b), "{:?}", g);
             }
-            for g in l.groups(Kind::EdpIntra).unwrap() {
+            for g in l.groups(Kind::EDP_INTRA).unwrap() {
                 let b = instance[&g.first().unwrap()];
                 prop_assert!(g.iter().all(|r| instance[&r] == b), "{:?}", g);
             }
-            for g in l.groups(Kind::DpCpInter).unwrap() {
+            for g in l.groups(Kind::DP_CP_INTER).unwrap() {
                 let mut seen: Vec<u32> = g.iter().map(|r| instance[&r]).collect();
                 seen.sort();
                 prop_assert_eq!(seen, (0..n).collect::<Vec<_>>(), "{:?}", g);
@@ -320,27 +320,26 @@ proptest! {
     ) {
         let order = tokens.join("-");
         let Ok(order) = order.parse() else { return Ok(()) };
-        let c = Config {
-            tp: sizes[0],
-            cp: sizes[1],
-            ep: sizes[2],
-            dp: (flags & 1 != 0).then_some(sizes[3]),
-            pp: sizes[4],
-            world_size: world,
-            order,
-            rank_offset: if flags & 2 != 0 { sizes[5] } else { 0 },
-            encoder_tp: (flags & 4 != 0).then_some(sizes[6]),
-            encoder_pp: (flags & 8 != 0).then_some(sizes[7]),
-            expert_layout: if flags & 16 != 0 { ExpertLayout::Folded } else { ExpertLayout::Nested },
-            etp: (flags & 32 != 0).then_some(sizes[8]),
-            hierarchical_cp: (flags & 64 != 0).then(|| vec![sizes[1].min(4), 2]),
-            dist_opt_instances: (flags & 128 != 0).then_some(sizes[3] % 5),
-        };
+        let c = Config::new()
+            .tp(sizes[0])
+            .cp(sizes[1])
+            .ep(sizes[2])
+            .dp((flags & 1 != 0).then_some(sizes[3]))
+            .pp(sizes[4])
+            .world_size(world)
+            .order(order)
+            .rank_offset(if flags & 2 != 0 { sizes[5] } else { 0 })
+            .encoder_tp((flags & 4 != 0).then_some(sizes[6]))
+            .encoder_pp((flags & 8 != 0).then_some(sizes[7]))
+            .expert_layout(if flags & 16 != 0 { ExpertLayout::Folded } else { ExpertLayout::Nested })
+            .etp((flags & 32 != 0).then_some(sizes[8]))
+            .hierarchical_cp(if flags & 64 != 0 { vec![sizes[1].min(4), 2] } else { Vec::new() })
+            .dist_opt_instances(if flags & 128 != 0 { sizes[3] % 5 } else { 1 });
         if let Ok(l) = Layout::new(&c) {
             for &kind in l.kinds() {
                 // Small kinds only: the world may be huge.
-                let _ = l.comm_split_rounds(kind);
-                if matches!(kind, Kind::TP | Kind::PP | Kind::Embd | Kind::PosEmbd) {
+                let _ = l.split_rounds(kind);
+                if matches!(kind, Kind::TP | Kind::PP | Kind::EMBD | Kind::POS_EMBD) {
                     let _ = l.memberships(rank, kind);
                 }
             }
@@ -353,13 +352,14 @@ proptest! {
 fn seed_bug_list_position_pairing_mixes_cp_slices() {
     // tp=4, encoder_tp=2, cp=2: Megatron-LM 2024 paired with
     // zip(cycle(encoder_pp_groups), decoder_pp_groups).
-    let l = Layout::new(&Config {
-        tp: 4,
-        cp: 2,
-        encoder_tp: Some(2),
-        encoder_pp: Some(1),
-        ..Config::default()
-    })
+    let l = Layout::new(
+        &Config::new()
+            .tp(4)
+            .cp(2)
+            .encoder_tp(Some(2))
+            .encoder_pp(Some(1))
+            .expert_layout(ExpertLayout::Nested),
+    )
     .unwrap();
     let enc: Vec<u32> = (0..4).collect(); // encoder pp groups [0],[1],[2],[3]
     let dec: Vec<u32> = (4..12).collect(); // decoder pp groups [4],...,[11]
@@ -378,13 +378,14 @@ fn seed_bug_list_position_pairing_mixes_cp_slices() {
 #[test]
 fn two_to_the_31_ranks_answer_per_rank() {
     // 2^31 ranks: tp=8, cp=2, pp=16, dp=2^23; per-rank answers without enumeration.
-    let l = Layout::new(&Config {
-        tp: 8,
-        cp: 2,
-        pp: 16,
-        world_size: Some(1 << 31),
-        ..Config::default()
-    })
+    let l = Layout::new(
+        &Config::new()
+            .tp(8)
+            .cp(2)
+            .pp(16)
+            .world_size(Some(1 << 31))
+            .expert_layout(ExpertLayout::Nested),
+    )
     .unwrap();
     assert_eq!(l.config().dp, Some(1 << 23));
     let r = (1u32 << 31) - 1;
@@ -398,7 +399,7 @@ fn two_to_the_31_ranks_answer_per_rank() {
     assert_eq!(pp.group.len(), 16);
     assert_eq!(pp.group.get(0), Some(r - 15 * (1 << 27)));
     assert_eq!(
-        l.comm_split(r, Kind::DP).unwrap().map(|s| s.key),
+        l.split(r, Kind::DP).unwrap().map(|s| s.key),
         Some((1 << 23) - 1)
     );
     assert!(l.placement(1 << 31).is_err());
@@ -406,40 +407,34 @@ fn two_to_the_31_ranks_answer_per_rank() {
 
 #[test]
 fn overflowing_sizes_are_errors() {
-    let c = Config {
-        tp: 1 << 16,
-        pp: 1 << 16,
-        ..Config::default()
-    };
+    let c = Config::new()
+        .tp(1 << 16)
+        .pp(1 << 16)
+        .expert_layout(ExpertLayout::Nested);
     assert!(matches!(Layout::new(&c), Err(Error::Overflow { .. })));
-    let c = Config {
-        tp: 1 << 16,
-        pp: 1 << 15,
-        rank_offset: 1 << 31,
-        ..Config::default()
-    };
+    let c = Config::new()
+        .tp(1 << 16)
+        .pp(1 << 15)
+        .rank_offset(1 << 31)
+        .expert_layout(ExpertLayout::Nested);
     // 2^31 ranks from 2^31: the last rank is u32::MAX, fits.
     let l = Layout::new(&c).unwrap();
     assert_eq!(
-        l.comm_split(u32::MAX, Kind::TP).unwrap(),
+        l.split(u32::MAX, Kind::TP).unwrap(),
         Some(Split {
             color: (1 << 15) - 1,
             key: (1 << 16) - 1
         })
     );
-    let c = Config {
-        rank_offset: (1 << 31) + 1,
-        ..c
-    };
+    let c = c.rank_offset((1 << 31) + 1);
     assert!(matches!(Layout::new(&c), Err(Error::Overflow { .. })));
     // Encoder and decoder of 2^31 ranks each: 2^32 ranks do not fit.
-    let c = Config {
-        tp: 1 << 15,
-        pp: 1 << 15,
-        dp: Some(2),
-        encoder_tp: Some(1 << 15),
-        encoder_pp: Some(1 << 15),
-        ..Config::default()
-    };
+    let c = Config::new()
+        .tp(1 << 15)
+        .pp(1 << 15)
+        .dp(Some(2))
+        .encoder_tp(Some(1 << 15))
+        .encoder_pp(Some(1 << 15))
+        .expert_layout(ExpertLayout::Nested);
     assert!(matches!(Layout::new(&c), Err(Error::Overflow { .. })));
 }

@@ -6,18 +6,16 @@ use rank_layout::{Config, ExpertLayout, Kind, Layout, Order};
 
 #[test]
 fn config_round_trips() {
-    let c = Config {
-        tp: 2,
-        cp: 4,
-        ep: 2,
-        dp: Some(4),
-        order: "tp-cp-dp-ep-pp".parse().unwrap(),
-        expert_layout: ExpertLayout::Folded,
-        etp: Some(1),
-        hierarchical_cp: Some(vec![2, 2]),
-        dist_opt_instances: Some(2),
-        ..Config::default()
-    };
+    let c = Config::new()
+        .tp(2)
+        .cp(4)
+        .ep(2)
+        .dp(Some(4))
+        .order("tp-cp-dp-ep-pp".parse().unwrap())
+        .expert_layout(ExpertLayout::Folded)
+        .etp(Some(1))
+        .hierarchical_cp(vec![2, 2])
+        .dist_opt_instances(2);
     let text = serde_json::to_string(&c).unwrap();
     assert!(text.contains("\"expert_layout\":\"folded\""), "{text}");
     assert!(text.contains("\"order\":\"tp-cp-dp-ep-pp\""), "{text}");
@@ -27,13 +25,8 @@ fn config_round_trips() {
 #[test]
 fn missing_keys_take_defaults_and_unknown_keys_are_rejected() {
     let c: Config = serde_json::from_str(r#"{"tp": 4}"#).unwrap();
-    assert_eq!(
-        c,
-        Config {
-            tp: 4,
-            ..Config::default()
-        }
-    );
+    assert_eq!(c, Config::new().tp(4));
+    assert_eq!(c.expert_layout, ExpertLayout::Folded);
     let e = serde_json::from_str::<Config>(r#"{"tp": 4, "tensor_parallel": 2}"#).unwrap_err();
     assert!(e.to_string().contains("tensor_parallel"), "{e}");
     let e = serde_json::from_str::<Config>(r#"{"order": "tp-xp"}"#).unwrap_err();
@@ -42,12 +35,13 @@ fn missing_keys_take_defaults_and_unknown_keys_are_rejected() {
 
 #[test]
 fn layout_round_trips_and_revalidates() {
-    let l = Layout::new(&Config {
-        tp: 2,
-        pp: 2,
-        world_size: Some(8),
-        ..Config::default()
-    })
+    let l = Layout::new(
+        &Config::new()
+            .tp(2)
+            .pp(2)
+            .world_size(Some(8))
+            .expert_layout(ExpertLayout::Nested),
+    )
     .unwrap();
     let text = serde_json::to_string(&l).unwrap();
     let back: Layout = serde_json::from_str(&text).unwrap();
@@ -81,15 +75,15 @@ fn kinds_and_orders_serialize_as_names() {
 
 #[test]
 fn every_kind_name_round_trips() {
-    let l = Layout::new(&Config {
-        tp: 2,
-        cp: 4,
-        dp: Some(2),
-        expert_layout: ExpertLayout::Folded,
-        hierarchical_cp: Some(vec![2, 2]),
-        dist_opt_instances: Some(2),
-        ..Config::default()
-    })
+    let l = Layout::new(
+        &Config::new()
+            .tp(2)
+            .cp(4)
+            .dp(Some(2))
+            .expert_layout(ExpertLayout::Folded)
+            .hierarchical_cp(vec![2, 2])
+            .dist_opt_instances(2),
+    )
     .unwrap();
     let nested = Layout::new(&Config::default()).unwrap();
     for &kind in l.kinds().iter().chain(nested.kinds()) {

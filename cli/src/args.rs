@@ -36,6 +36,7 @@ pub enum Command {
     #[command(after_help = kinds_help())]
     Rank {
         /// The rank.
+        #[arg(value_parser = whole_u64, allow_negative_numbers = true)]
         rank: u64,
         /// The layout and the machine.
         #[command(flatten)]
@@ -46,6 +47,12 @@ pub enum Command {
     },
     /// Check where each kind's groups fall on nodes and domains, and warn
     /// when bandwidth-critical groups (tp, cp, ep, etp) leave a node.
+    ///
+    /// The table's size is the groups' size; in an encoder + decoder layout
+    /// it reads encoder/decoder (2/4: encoder groups of 2, decoder groups of
+    /// 4) where the two differ (JSON: "encoder_size" and "decoder_size").
+    /// Also warns when the layout's ranks fill the last node, or the last
+    /// domain, only partly.
     #[command(after_help = kinds_help())]
     Check {
         /// The layout and the machine.
@@ -75,9 +82,9 @@ pub enum Command {
         /// and kinds of one tier joined by '+' (default tp,cp+ep+etp,pp,dp).
         #[arg(long, value_name = "TIERS")]
         priority: Option<String>,
-        /// Print only the best N orders (default: all).
-        #[arg(long, value_name = "N")]
-        top: Option<usize>,
+        /// Print only the best N orders, N >= 1 (default: all).
+        #[arg(long, value_name = "N", value_parser = at_least_one, allow_negative_numbers = true)]
+        top: Option<u32>,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
@@ -88,6 +95,9 @@ pub enum Command {
         /// The layout and the machine.
         #[command(flatten)]
         setup: SetupArgs,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
     },
     /// Draw the layout: nodes as rows, GPUs as cells labelled with their
     /// rank, one panel per kind, each group its own colour.
@@ -104,7 +114,7 @@ pub enum Command {
         format: Picture,
         /// Draw every rank up to this many; past it, draw the first nodes and
         /// the last and say so in the picture.
-        #[arg(long, value_name = "N", default_value_t = 4096)]
+        #[arg(long, value_name = "N", default_value_t = 4096, value_parser = at_least_one, allow_negative_numbers = true)]
         max_ranks: u32,
     },
 }
@@ -117,48 +127,52 @@ pub enum Command {
 #[derive(Debug, Args, Serialize)]
 pub struct SetupArgs {
     /// Tensor-parallel size (default 1).
-    #[arg(long, value_name = "N", visible_alias = "tensor-model-parallel-size")]
+    #[arg(long, value_name = "N", visible_alias = "tensor-model-parallel-size", value_parser = whole_u32, allow_negative_numbers = true)]
     pub tp: Option<u32>,
     /// Context-parallel size (default 1).
-    #[arg(long, value_name = "N", visible_alias = "context-parallel-size")]
+    #[arg(long, value_name = "N", visible_alias = "context-parallel-size", value_parser = whole_u32, allow_negative_numbers = true)]
     pub cp: Option<u32>,
     /// Expert-parallel size (default 1).
-    #[arg(long, value_name = "N", visible_alias = "expert-model-parallel-size")]
+    #[arg(long, value_name = "N", visible_alias = "expert-model-parallel-size", value_parser = whole_u32, allow_negative_numbers = true)]
     pub ep: Option<u32>,
     /// Data-parallel size (default: derived from --world-size, else 1).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = whole_u32, allow_negative_numbers = true)]
     pub dp: Option<u32>,
     /// Pipeline-parallel size (default 1).
-    #[arg(long, value_name = "N", visible_alias = "pipeline-model-parallel-size")]
+    #[arg(long, value_name = "N", visible_alias = "pipeline-model-parallel-size", value_parser = whole_u32, allow_negative_numbers = true)]
     pub pp: Option<u32>,
     /// World size: derives dp, or is checked against it.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = whole_u32, allow_negative_numbers = true)]
     pub world_size: Option<u32>,
     /// Axis order, first fastest (default tp-cp-ep-dp-pp).
     #[arg(long, value_name = "ORDER")]
     pub order: Option<Order>,
     /// First rank (default 0).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = whole_u32, allow_negative_numbers = true)]
     pub rank_offset: Option<u32>,
     /// Encoder tensor-parallel size: makes an encoder + decoder layout.
     #[arg(
         long,
         value_name = "N",
-        visible_alias = "encoder-tensor-model-parallel-size"
+        visible_alias = "encoder-tensor-model-parallel-size",
+        value_parser = whole_u32,
+        allow_negative_numbers = true
     )]
     pub encoder_tp: Option<u32>,
     /// Encoder pipeline-parallel size: makes an encoder + decoder layout.
     #[arg(
         long,
         value_name = "N",
-        visible_alias = "encoder-pipeline-model-parallel-size"
+        visible_alias = "encoder-pipeline-model-parallel-size",
+        value_parser = whole_u32,
+        allow_negative_numbers = true
     )]
     pub encoder_pp: Option<u32>,
-    /// nested (default) or folded.
+    /// folded (default: Megatron-Core) or nested (Megatron-LM 2024).
     #[arg(long, value_name = "LAYOUT")]
     pub expert_layout: Option<ExpertLayout>,
     /// Expert tensor-parallel size (folded; default tp).
-    #[arg(long, value_name = "N", visible_alias = "expert-tensor-parallel-size")]
+    #[arg(long, value_name = "N", visible_alias = "expert-tensor-parallel-size", value_parser = whole_u32, allow_negative_numbers = true)]
     pub etp: Option<u32>,
     /// Hierarchical context-parallel sizes, innermost first: S0,S1,... (or
     /// Megatron-LM's space-separated S0 S1 ...).
@@ -167,6 +181,7 @@ pub struct SetupArgs {
         value_name = "S0,S1,...",
         num_args = 1..,
         value_parser = parse_levels,
+        allow_negative_numbers = true,
         visible_alias = "hierarchical-context-parallel-sizes"
     )]
     #[serde(serialize_with = "flat_levels")]
@@ -175,14 +190,17 @@ pub struct SetupArgs {
     #[arg(
         long,
         value_name = "N",
-        visible_alias = "num-distributed-optimizer-instances"
+        visible_alias = "num-distributed-optimizer-instances",
+        value_parser = whole_u32,
+        allow_negative_numbers = true
     )]
     pub dist_opt_instances: Option<u32>,
     /// GPUs per node: ranks [n*N, (n+1)*N) are node n (default 8).
-    #[arg(long, value_name = "N", help_heading = "Machine")]
+    #[arg(long, value_name = "N", help_heading = "Machine", value_parser = whole_u32, allow_negative_numbers = true)]
     pub gpus_per_node: Option<u32>,
-    /// Nodes per domain (an NVLink domain or rack; an NVL72 rack is 9 nodes of 8 GPUs).
-    #[arg(long, value_name = "M", help_heading = "Machine")]
+    /// Nodes per domain: an NVLink domain or rack (a GB200 NVL72 rack is 18
+    /// nodes of 4 GPUs: --gpus-per-node 4 --nodes-per-domain 18).
+    #[arg(long, value_name = "M", help_heading = "Machine", value_parser = whole_u32, allow_negative_numbers = true)]
     pub nodes_per_domain: Option<u32>,
     /// A JSON or TOML file with the same keys (snake_case: tp, world_size,
     /// gpus_per_node, ...); flags override it.
@@ -224,13 +242,48 @@ pub struct OutputArgs {
     pub full: bool,
 }
 
+/// A whole number from `min` to `max`, or why `value` is not one (clap
+/// puts the flag and the value before the reason).
+fn whole(value: &str, min: u64, max: u64) -> Result<u64, String> {
+    let text = value.trim();
+    let expected = format!("expected a whole number from {min} to {max}");
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("not a whole number; {expected}"));
+    }
+    if text.starts_with('-') && digits.bytes().any(|b| b != b'0') {
+        return Err(format!("negative; {expected}"));
+    }
+    match digits.parse::<u64>() {
+        Ok(n) if n < min => Err(format!("too small; {expected}")),
+        Ok(n) if n <= max => Ok(n),
+        _ => Err(format!("too large; {expected}")),
+    }
+}
+
+/// A size, a rank or a count of a `u32` flag.
+fn whole_u32(value: &str) -> Result<u32, String> {
+    whole(value, 0, u64::from(u32::MAX)).map(|n| n as u32)
+}
+
+/// A rank that may lie beyond a `u32` (the error then says which world
+/// size would hold it).
+fn whole_u64(value: &str) -> Result<u64, String> {
+    whole(value, 0, u64::MAX)
+}
+
+/// A count that must be at least 1 (`--top`, `--max-ranks`).
+fn at_least_one(value: &str) -> Result<u32, String> {
+    whole(value, 1, u64::from(u32::MAX)).map(|n| n as u32)
+}
+
 /// Parses one `--hierarchical-cp` value: sizes separated by commas.
 fn parse_levels(value: &str) -> Result<Vec<u32>, String> {
     value
         .split(',')
-        .map(|s| s.trim().parse::<u32>())
+        .map(whole_u32)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|_| format!("{value:?} is not a comma-separated list of sizes"))
+        .map_err(|e| format!("{value:?} is not a comma-separated list of sizes: {e}"))
 }
 
 /// Serializes the `--hierarchical-cp` values as one list of levels.
@@ -257,24 +310,19 @@ pub fn kinds_help() -> String {
             })
             .unwrap_or_default()
     };
-    let folded = Config {
-        expert_layout: ExpertLayout::Folded,
-        ..Config::default()
-    };
-    let encoder = Config {
-        encoder_tp: Some(1),
-        ..Config::default()
-    };
+    let nested = Config::new().expert_layout(ExpertLayout::Nested);
+    let encoder = Config::new().encoder_tp(1);
     format!(
         "Kinds (--kind) of each layout:\n  \
-         nested (default):  {}\n  \
-         folded:            {}\n  \
+         folded (default):  {}\n  \
+         nested:            {}\n  \
          encoder+decoder:   {}\n  \
          with --hierarchical-cp S0,S1,...: hcp-0 hcp-1 ... (one per level)\n  \
          with --dist-opt-instances N > 1 (folded): dp-cp-intra edp-intra dp-cp-inter dist-opt-instance\n  \
+         (dp-cp-intra dp-cp-inter with an encoder)\n  \
          and any set of the layout's axes joined by '-' (tp-cp-pp; cp-dp is dp-cp)",
         names(Config::default()),
-        names(folded),
+        names(nested),
         names(encoder)
     )
 }

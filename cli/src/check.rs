@@ -10,12 +10,12 @@ use serde::Serialize;
 use serde::ser::SerializeMap;
 
 use crate::error::Failure;
-use crate::format::count;
+use crate::format::{count, experts, thousands};
+use crate::ranking::{Priority, Ranking, rank_orders};
 use crate::report::{Entries, kinds_or_all};
 use crate::spread::{
     KindSpread, SpreadOut, SpreadTable, critical_kinds, machine_line, spreads, traffic,
 };
-use crate::suggest::{Priority, Ranking, rank_orders};
 
 /// The check of a layout on a machine.
 #[derive(Debug, Clone)]
@@ -24,6 +24,8 @@ pub struct CheckReport {
     machine: String,
     /// The layout's order.
     order: String,
+    /// The layout's experts, in words.
+    experts: &'static str,
     /// The kinds of the table.
     rows: Vec<KindSpread>,
     /// The kinds that must stay inside a node.
@@ -32,6 +34,9 @@ pub struct CheckReport {
     failed: Vec<Kind>,
     /// Plain-word warnings, each with a fix.
     warnings: Vec<String>,
+    /// Warnings about the machine: a last node or domain the layout only
+    /// partly fills.
+    machine_warnings: Vec<String>,
 }
 
 impl CheckReport {
@@ -74,10 +79,12 @@ impl CheckReport {
         Ok(CheckReport {
             machine: machine_line(layout, &topology),
             order: layout.config().order.to_string(),
+            experts: experts(layout.config().expert_layout),
             rows,
             required,
             failed,
             warnings,
+            machine_warnings: partly_filled(layout, &topology),
         })
     }
 
@@ -86,6 +93,48 @@ impl CheckReport {
     pub fn failed(&self) -> &[Kind] {
         &self.failed
     }
+}
+
+/// The warnings about a last node, and a last domain, that the layout's
+/// ranks only partly fill: its last rank (`rank_offset + world_size - 1`)
+/// is not the last GPU of its node (domain).
+fn partly_filled(layout: &Layout, topology: &Topology) -> Vec<String> {
+    let first = u64::from(layout.rank_offset());
+    let end = layout.rank_end();
+    let total = if first == 0 {
+        format!("world_size {end}")
+    } else {
+        format!(
+            "rank_offset + world_size = {first} + {} = {end}",
+            end - first
+        )
+    };
+    let g = u64::from(topology.gpus_per_node());
+    let mut out = Vec::new();
+    if end % g != 0 {
+        let node = (end - 1) / g;
+        let used = end - first.max(node * g);
+        out.push(format!(
+            "the last node, node {}, is partly used: the layout's ranks fill {} of its {g} GPUs ({total} is not a multiple of {g} GPUs per node)",
+            thousands(node),
+            used
+        ));
+    }
+    if let (Some(d), Some(m)) = (topology.gpus_per_domain(), topology.nodes_per_domain()) {
+        let d = u64::from(d);
+        if end % d != 0 {
+            let domain = (end - 1) / d;
+            let start = first.max(domain * d);
+            let nodes = (end - 1) / g - start / g + 1;
+            out.push(format!(
+                "the last domain, domain {}, is partly used: the layout's ranks fill {} of its {m} nodes ({} of its {d} GPUs; {total} is not a multiple of {d} GPUs per domain)",
+                thousands(domain),
+                nodes,
+                end - start
+            ));
+        }
+    }
+    out
 }
 
 /// Finds fixes for the warnings: the ranking of orders is computed once,
@@ -117,21 +166,16 @@ fn which(kind: Kind, crossing: u32, groups: u32) -> String {
 
 /// The one axis of a single-axis kind (`tp`, `cp`, `ep`, `etp`, ...).
 fn single_axis(kind: Kind) -> Option<Axis> {
-    match kind {
-        Kind::Axes(set) => {
-            let mut axes = set.iter();
-            let first = axes.next()?;
-            axes.next().is_none().then_some(first)
-        }
-        _ => None,
-    }
+    let mut axes = kind.axis_set()?.iter();
+    let first = axes.next()?;
+    axes.next().is_none().then_some(first)
 }
 
 /// A size that keeps a single-axis `kind`'s groups inside `unit` ranks:
 /// with its members `stride` apart (read from the first group), at most
 /// `unit / stride` members fit; `use tp <= 8`, or `make tp a divisor of 8`
 /// when the size fits but straddles.
-fn size_fix(layout: &Layout, kind: Kind, size: u32, unit: u32) -> Option<String> {
+fn size_fix(layout: &Layout, kind: Kind, size: usize, unit: u32) -> Option<String> {
     single_axis(kind)?;
     let group = layout.groups(kind).ok()?.next()?;
     let stride = group.get(1)?.checked_sub(group.first()?)?;
@@ -139,6 +183,7 @@ fn size_fix(layout: &Layout, kind: Kind, size: u32, unit: u32) -> Option<String>
         return None;
     }
     let fit = unit / stride;
+    let size = u32::try_from(size).unwrap_or(u32::MAX);
     if size > fit && fit >= 2 {
         Some(format!("use {kind} <= {fit}"))
     } else if size <= fit && fit % size.max(1) != 0 {
@@ -327,7 +372,11 @@ impl Advisor<'_> {
 
 impl fmt::Display for CheckReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "{}, order {}\n", self.machine, self.order)?;
+        writeln!(
+            f,
+            "{}, order {}, {}\n",
+            self.machine, self.order, self.experts
+        )?;
         write!(f, "{}", SpreadTable(&self.rows))?;
         let names: Vec<String> = self.required.iter().map(Kind::to_string).collect();
         if self.warnings.is_empty() {
@@ -342,6 +391,12 @@ impl fmt::Display for CheckReport {
                 writeln!(f, "  - {w}")?;
             }
         }
+        if !self.machine_warnings.is_empty() {
+            writeln!(f, "\nwarnings (the machine):")?;
+            for w in &self.machine_warnings {
+                writeln!(f, "  - {w}")?;
+            }
+        }
         Ok(())
     }
 }
@@ -349,16 +404,18 @@ impl fmt::Display for CheckReport {
 impl Serialize for CheckReport {
     /// `{"kinds": {KIND: {"groups", "size", "cross_node_groups",
     /// "max_nodes_per_group", "cross_domain_groups",
-    /// "max_domains_per_group"}}, "warnings": [..]}`
+    /// "max_domains_per_group"}}, "warnings": [..]}` (the kinds' warnings,
+    /// then the machine's)
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let kinds: Vec<(String, SpreadOut)> = self
             .rows
             .iter()
-            .map(|k| (k.kind.to_string(), k.spread.into()))
+            .map(|k| (k.kind.to_string(), k.into()))
             .collect();
         let mut map = s.serialize_map(Some(2))?;
         map.serialize_entry("kinds", &Entries(&kinds))?;
-        map.serialize_entry("warnings", &self.warnings)?;
+        let warnings: Vec<&String> = self.warnings.iter().chain(&self.machine_warnings).collect();
+        map.serialize_entry("warnings", &warnings)?;
         map.end()
     }
 }

@@ -1,6 +1,8 @@
 //! Runs a parsed command: builds the layout from the merged configuration
 //! and prints the report the subcommand asks for.
 
+use std::io::{self, BufWriter, Write};
+
 use crate::args::{Cli, Command, Picture};
 use crate::check::CheckReport;
 use crate::describe::DescribeReport;
@@ -8,7 +10,7 @@ use crate::error::{Failure, build_layout};
 use crate::render;
 use crate::report::groups::GroupsReport;
 use crate::report::rank::RankReport;
-use crate::report::{emit, kinds_or_all, parse_kinds, print};
+use crate::report::{emit, kinds_or_all, parse_kinds};
 use crate::suggest::SuggestReport;
 
 /// How a command that did its work ended.
@@ -73,13 +75,21 @@ pub fn run(cli: &Cli) -> Result<Outcome, Failure> {
         } => {
             let setup = setup.setup()?;
             let layout = build_layout(&setup.config)?;
-            let report = SuggestReport::new(&layout, setup.topology, priority.as_deref(), *top)?;
+            let report = SuggestReport::new(
+                &layout,
+                setup.topology,
+                priority.as_deref(),
+                top.map(|n| n as usize),
+            )?;
             emit(&report, *format)?;
         }
-        Command::Describe { setup } => {
+        Command::Describe { setup, format } => {
             let setup = setup.setup()?;
             let layout = build_layout(&setup.config)?;
-            print(&DescribeReport::new(&layout, &setup.config, setup.topology))?;
+            emit(
+                &DescribeReport::new(&layout, &setup.config, setup.topology),
+                *format,
+            )?;
         }
         Command::Render {
             setup,
@@ -90,15 +100,15 @@ pub fn run(cli: &Cli) -> Result<Outcome, Failure> {
             let setup = setup.setup()?;
             let layout = build_layout(&setup.config)?;
             let kinds = parse_kinds(kinds)?;
-            let html = *format == Picture::Html;
-            let picture =
-                render::Picture::new(&layout, setup.topology, &kinds, (*max_ranks).max(1), html)?;
-            let text = if html {
-                render::html::html(&picture)
+            let picture = render::Picture::new(&layout, setup.topology, &kinds, *max_ranks)?;
+            // Written as it is computed: memory stays flat at any size.
+            let mut out = BufWriter::new(io::stdout().lock());
+            if *format == Picture::Html {
+                render::html::write_html(&mut out, &picture)?;
             } else {
-                render::svg::svg(&picture, true)
-            };
-            print(&text)?;
+                render::svg::write_svg(&mut out, &picture, true)?;
+            }
+            out.flush()?;
         }
     }
     Ok(Outcome::Done)

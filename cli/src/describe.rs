@@ -1,12 +1,15 @@
 //! `rank-layout describe`: the derived sizes and why, the groups of every
-//! kind, and what listing everything would cost.
+//! kind, and what listing everything would cost; a table or one JSON
+//! object.
 
 use std::fmt::{self, Write};
 
-use rank_layout::{Config, ExpertLayout, Layout, Topology};
+use rank_layout::{Config, ExpertLayout, Kind, Layout, Topology};
+use serde::Serialize;
 
-use crate::format::{bytes, count, thousands};
-use crate::report::groups::groups_heading;
+use crate::format::{bytes, count, experts, thousands};
+use crate::report::groups::{group_sizes, groups_heading};
+use crate::report::{Entries, SizesOut};
 use crate::spread::machine_line;
 
 /// Groups a kind lists at most in the shortened table (the head, the tail
@@ -21,6 +24,32 @@ pub struct DescribeReport<'a> {
     topology: Topology,
 }
 
+/// One kind's line: its groups, their sizes and their members.
+struct KindLine {
+    kind: Kind,
+    /// `"16 groups of 4 ranks"`.
+    heading: String,
+    groups: u64,
+    /// The smallest and the largest group.
+    sizes: (usize, usize),
+    members: u64,
+}
+
+/// What listing every group would cost.
+#[derive(Serialize)]
+struct Costs {
+    members: u64,
+    groups: u64,
+    kinds: u64,
+    /// `groups --format json`, estimated.
+    json_bytes: u64,
+    /// `groups --full`, estimated.
+    full_bytes: u64,
+    full_lines: u64,
+    /// `groups` (long lists shortened), at most.
+    short_lines: u64,
+}
+
 impl<'a> DescribeReport<'a> {
     /// Describes `layout`, built from `given`, on `topology`.
     pub fn new(layout: &'a Layout, given: &'a Config, topology: Topology) -> DescribeReport<'a> {
@@ -28,6 +57,50 @@ impl<'a> DescribeReport<'a> {
             layout,
             given,
             topology,
+        }
+    }
+
+    /// Every kind's line.
+    fn kinds(&self) -> Vec<KindLine> {
+        self.layout
+            .kinds()
+            .iter()
+            .filter_map(|kind| {
+                let g = self.layout.groups(*kind).ok()?;
+                Some(KindLine {
+                    kind: *kind,
+                    heading: groups_heading(&g),
+                    groups: g.len() as u64,
+                    sizes: group_sizes(&g),
+                    members: g.member_count(),
+                })
+            })
+            .collect()
+    }
+
+    /// What listing the groups of `kinds` costs.
+    fn costs(&self, kinds: &[KindLine]) -> Costs {
+        let l = self.layout;
+        let members: u64 = kinds.iter().map(|k| k.members).sum();
+        let groups: u64 = kinds.iter().map(|k| k.groups).sum();
+        let short_lines: u64 = kinds.iter().map(|k| k.groups.min(SHORT_ROWS + 1) + 3).sum();
+        let kinds = kinds.len() as u64;
+        let world = u64::from(l.world_size()).max(1);
+        let digits = digits_in(u64::from(l.rank_offset()), l.rank_end());
+        // Members times their mean width (+1 for the separator), brackets
+        // per group, and a little per kind and for the header.
+        // (The product may pass u64 at 2^31 ranks: computed in u128.)
+        let widths = (u128::from(members) * u128::from(digits)).div_ceil(u128::from(world));
+        let member_bytes = u64::try_from(widths).unwrap_or(u64::MAX) + members;
+        let index_width = groups.to_string().len() as u64;
+        Costs {
+            members,
+            groups,
+            kinds,
+            json_bytes: member_bytes + 2 * groups + 12 * kinds + 400,
+            full_bytes: member_bytes + groups * (6 + 2 * index_width),
+            full_lines: groups + 3 * kinds + 3,
+            short_lines: short_lines + 4,
         }
     }
 
@@ -68,7 +141,7 @@ impl<'a> DescribeReport<'a> {
                 ));
                 lines.push(format!("etp = tp = {} (nested experts)", s.etp));
             }
-            ExpertLayout::Folded => {
+            _ => {
                 lines.push(format!(
                     "edp = world_size / (etp*ep*pp) = {world} / ({}*{}*{}) = {} (folded: a second expert grid over the same ranks)",
                     s.etp, s.ep, s.pp, s.edp
@@ -106,10 +179,6 @@ impl<'a> DescribeReport<'a> {
                 s.pp
             )?;
             lines.push(line);
-            lines.push(
-                "pipelines are joined: each encoder pipeline feeds the decoder pipelines of the same cp and dp coordinates"
-                    .into(),
-            );
         }
         if !l.hierarchical_cp().is_empty() {
             let levels: Vec<String> = l.hierarchical_cp().iter().map(u32::to_string).collect();
@@ -149,20 +218,49 @@ fn digits_in(first: u64, end: u64) -> u64 {
     total
 }
 
+/// Which Megatron-LM version each choice of `layout` matches: the expert
+/// layout, and the join of an encoder's pipelines to the decoder's.
+fn matches(layout: &Layout) -> Vec<String> {
+    let mut lines = vec![if layout.config().expert_layout == ExpertLayout::Folded {
+        format!(
+            "{}: Megatron-Core's MoE parallel folding, today's default (a second expert grid of etp, ep, edp and pp over the same ranks)",
+            experts(ExpertLayout::Folded)
+        )
+    } else {
+        format!(
+            "{}: Megatron-LM's 2024 RankGenerator, commit 4ff9e66 (ep carved out of dp); Megatron-Core today folds experts (--expert-layout folded)",
+            experts(ExpertLayout::Nested)
+        )
+    }];
+    if layout.has_encoder() {
+        lines.push(
+            "encoder pipelines joined to the decoder's by coordinates (each feeds the decoder pipelines of its cp and dp), not by Megatron-LM's zip(cycle()) of 4ff9e66 nor the block map of 5a3b6bcf1f"
+                .into(),
+        );
+    }
+    lines
+}
+
+/// The layout's shape in words.
+fn shape_words(layout: &Layout) -> &'static str {
+    match layout.shape().name() {
+        "nested" => "nested (expert parallelism carved out of dp, Megatron-LM's RankGenerator)",
+        "folded" => {
+            "folded (a second expert grid over the same ranks, Megatron-Core's MoE parallel folding)"
+        }
+        _ => "encoder + decoder (an encoder grid with its own tp and pp, then the decoder grid)",
+    }
+}
+
 impl fmt::Display for DescribeReport<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let l = self.layout;
         let s = l.sizes();
-        let shape = match l.shape().name() {
-            "nested" => "nested (expert parallelism carved out of dp, Megatron-LM's RankGenerator)",
-            "folded" => {
-                "folded (a second expert grid over the same ranks, Megatron-Core's MoE parallel folding)"
-            }
-            _ => {
-                "encoder + decoder (an encoder grid with its own tp and pp, then the decoder grid)"
-            }
-        };
-        writeln!(f, "layout    {shape}")?;
+        writeln!(f, "layout    {}", shape_words(l))?;
+        for (i, line) in matches(l).into_iter().enumerate() {
+            let label = if i == 0 { "matches" } else { "" };
+            writeln!(f, "{label:<10}{line}")?;
+        }
         writeln!(
             f,
             "ranks     {} ({}..{}), order {} (first axis fastest)",
@@ -182,66 +280,123 @@ impl fmt::Display for DescribeReport<'_> {
         }
         writeln!(f, "machine   {}", machine_line(l, &self.topology))?;
 
-        let width = l
-            .kinds()
+        let kinds = self.kinds();
+        let width = kinds
             .iter()
-            .map(|k| k.to_string().len())
+            .map(|k| k.kind.to_string().len())
             .max()
             .unwrap_or(4)
             .max(4);
         writeln!(f, "\n{:<width$}  {:>13}  groups", "kind", "members")?;
-        let (mut members, mut groups, mut short_lines) = (0u64, 0u64, 0u64);
-        for kind in l.kinds() {
-            let Ok(g) = l.groups(*kind) else {
-                continue;
-            };
-            let (n, m) = (g.len() as u64, g.member_count());
+        for k in &kinds {
             writeln!(
                 f,
-                "{kind:<width$}  {:>13}  {}",
-                thousands(m),
-                groups_heading(&g)
+                "{:<width$}  {:>13}  {}",
+                k.kind.to_string(),
+                thousands(k.members),
+                k.heading
             )?;
-            members += m;
-            groups += n;
-            short_lines += n.min(SHORT_ROWS + 1) + 3;
         }
-
-        let kinds = l.kinds().len() as u64;
-        let world = u64::from(l.world_size()).max(1);
-        let digits = digits_in(u64::from(l.rank_offset()), l.rank_end());
-        // Members times their mean width (+1 for the separator), brackets
-        // per group, and a little per kind and for the header.
-        // (The product may pass u64 at 2^31 ranks: computed in u128.)
-        let widths = (u128::from(members) * u128::from(digits)).div_ceil(u128::from(world));
-        let member_bytes = u64::try_from(widths).unwrap_or(u64::MAX) + members;
-        let json = member_bytes + 2 * groups + 12 * kinds + 400;
-        let index_width = groups.to_string().len() as u64;
-        let full = member_bytes + groups * (6 + 2 * index_width);
-        let full_lines = groups + 3 * kinds + 3;
+        let c = self.costs(&kinds);
         writeln!(
             f,
             "\nlisting everything: {} in {} of {}",
-            count(members, "member", "members"),
-            count(groups, "group", "groups"),
-            count(kinds, "kind", "kinds")
+            count(c.members, "member", "members"),
+            count(c.groups, "group", "groups"),
+            count(c.kinds, "kind", "kinds")
         )?;
-        writeln!(f, "  groups --format json   about {}", bytes(json))?;
+        writeln!(f, "  groups --format json   about {}", bytes(c.json_bytes))?;
         writeln!(
             f,
             "  groups --full          about {} in {} lines",
-            bytes(full),
-            thousands(full_lines)
+            bytes(c.full_bytes),
+            thousands(c.full_lines)
         )?;
         writeln!(
             f,
             "  groups                 at most {} lines (long lists shortened)",
-            thousands(short_lines + 4)
+            thousands(c.short_lines)
         )?;
         writeln!(
             f,
             "  rank R                 one rank's groups, computed arithmetically (instant at any size)"
         )
+    }
+}
+
+/// The JSON of one kind: `{"groups", "members", "sizes": [smallest,
+/// largest] (one size when they are equal)}`.
+#[derive(Serialize)]
+struct KindOut {
+    groups: u64,
+    members: u64,
+    sizes: Vec<usize>,
+}
+
+/// The JSON of the machine.
+#[derive(Serialize)]
+struct MachineOut {
+    summary: String,
+    gpus_per_node: u32,
+    nodes_per_domain: Option<u32>,
+}
+
+impl Serialize for DescribeReport<'_> {
+    /// `{"layout", "expert_layout", "matches": [lines], "world_size", "first_rank",
+    /// "last_rank", "order", "sizes": {..}, "encoder_sizes": {..} (with an
+    /// encoder), "why": [lines], "machine": {"summary", "gpus_per_node",
+    /// "nodes_per_domain"}, "kinds": {KIND: {"groups", "members",
+    /// "sizes"}}, "listing": {"members", "groups", "kinds", "json_bytes",
+    /// "full_bytes", "full_lines", "short_lines"}}`
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{Error as _, SerializeMap};
+        let l = self.layout;
+        let why = self
+            .why()
+            .map_err(|_| S::Error::custom("describing the layout"))?;
+        let kinds = self.kinds();
+        let costs = self.costs(&kinds);
+        let kind_entries: Vec<(String, KindOut)> = kinds
+            .iter()
+            .map(|k| {
+                let mut sizes = vec![k.sizes.0];
+                if k.sizes.1 != k.sizes.0 {
+                    sizes.push(k.sizes.1);
+                }
+                (
+                    k.kind.to_string(),
+                    KindOut {
+                        groups: k.groups,
+                        members: k.members,
+                        sizes,
+                    },
+                )
+            })
+            .collect();
+        let mut map = s.serialize_map(None)?;
+        map.serialize_entry("layout", l.shape().name())?;
+        map.serialize_entry("expert_layout", &l.config().expert_layout.to_string())?;
+        map.serialize_entry("matches", &matches(l))?;
+        map.serialize_entry("world_size", &l.world_size())?;
+        map.serialize_entry("first_rank", &l.rank_offset())?;
+        map.serialize_entry("last_rank", &(l.rank_end() - 1))?;
+        map.serialize_entry("order", &l.config().order.to_string())?;
+        map.serialize_entry("sizes", &SizesOut::from(l.sizes()))?;
+        if let Some(e) = l.encoder_sizes() {
+            map.serialize_entry("encoder_sizes", &SizesOut::from(e))?;
+        }
+        map.serialize_entry("why", &why)?;
+        map.serialize_entry(
+            "machine",
+            &MachineOut {
+                summary: machine_line(l, &self.topology),
+                gpus_per_node: self.topology.gpus_per_node(),
+                nodes_per_domain: self.topology.nodes_per_domain(),
+            },
+        )?;
+        map.serialize_entry("kinds", &Entries(&kind_entries))?;
+        map.serialize_entry("listing", &costs)?;
+        map.end()
     }
 }
 

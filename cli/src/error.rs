@@ -105,11 +105,11 @@ pub fn nearest_valid(world_size: u32, divisor: u32) -> String {
 
 /// The error for `rank` outside `layout`, with a hint: the layout's size
 /// and the smallest `--world-size` (same sizes, dp derived) that holds the
-/// rank, or that ranks start at the offset.
+/// rank, or that ranks start at the offset. The layout's ranks are written
+/// `first..last`, both included, as everywhere in the CLI's output.
 pub fn rank_outside(layout: &Layout, rank: u64) -> Failure {
     let first = layout.rank_offset();
-    let end = layout.rank_end();
-    let error = Error::RankOutOfRange { rank, first, end };
+    let last = layout.rank_end().saturating_sub(1);
     let hint = if rank < u64::from(first) {
         format!("; ranks start at --rank-offset {first}")
     } else {
@@ -124,7 +124,10 @@ pub fn rank_outside(layout: &Layout, rank: u64) -> Failure {
             ),
         }
     };
-    Failure::Input { error, hint }
+    Failure::Input {
+        error: Error::RankOutOfRange { rank, first, last },
+        hint,
+    }
 }
 
 /// The smallest world size, a multiple of the ranks of one data-parallel
@@ -138,11 +141,7 @@ fn world_size_holding(layout: &Layout, rank: u64) -> Option<u32> {
     // multiple of ep, which one of the next few multiples is.
     for _ in 0..64 {
         let size = u32::try_from(world).ok()?;
-        let config = Config {
-            dp: None,
-            world_size: Some(size),
-            ..layout.config().clone()
-        };
+        let config = layout.config().clone().dp(None).world_size(size);
         if Layout::new(&config).is_ok() {
             return Some(size);
         }

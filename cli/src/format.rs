@@ -3,7 +3,7 @@
 
 use std::fmt::{self, Write};
 
-use rank_layout::Group;
+use rank_layout::{ExpertLayout, Group};
 
 /// Member lists up to this length are printed whole.
 pub const SHORT_LIST: usize = 16;
@@ -17,6 +17,17 @@ const ENDS: usize = 4;
 /// Groups longer than this are not scanned member by member to prove they
 /// are an arithmetic run (the first and last members are shown instead).
 pub const SCAN_LIMIT: usize = 1 << 22;
+
+/// The expert layout as every text header names it, with the Megatron
+/// version it matches: `experts nested (Megatron-LM 2024)` or `experts
+/// folded (Megatron-Core)`.
+pub fn experts(layout: ExpertLayout) -> &'static str {
+    if layout == ExpertLayout::Folded {
+        "experts folded (Megatron-Core)"
+    } else {
+        "experts nested (Megatron-LM 2024)"
+    }
+}
 
 /// `n` with a comma every three digits: `16384` -> `16,384`.
 pub fn thousands(n: u64) -> String {

@@ -7,6 +7,12 @@
 //! the outcome to an exit status: 0 on success (and on a closed output
 //! pipe), 1 when `check --strict` fails, 2 for bad input with the error on
 //! stderr and nothing on stdout.
+//!
+//! The planner is layered, each module using only those below it:
+//! [`suggest`] (the ranked orders, then the check of the best) stands on
+//! [`check`] (the spread table and warnings with fixes), which stands on
+//! [`ranking`] (every order scored), which stands on [`spread`] (each
+//! kind's spread and the table both print).
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![cfg_attr(
@@ -26,6 +32,7 @@ mod config;
 mod describe;
 mod error;
 mod format;
+mod ranking;
 mod render;
 mod report;
 mod spread;

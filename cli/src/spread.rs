@@ -17,6 +17,24 @@ pub struct KindSpread {
     pub kind: Kind,
     /// How its groups fall on nodes and domains.
     pub spread: Spread,
+    /// In an encoder + decoder layout, the size of the encoder's groups and
+    /// of the decoder's (the first group and the last), which may differ.
+    pub sizes: Option<(u32, u32)>,
+}
+
+/// The sizes of the first and the last group of `kind`: the encoder's and
+/// the decoder's in an encoder + decoder layout (`None` in the others).
+fn part_sizes(layout: &Layout, kind: Kind) -> Option<(u32, u32)> {
+    if !layout.has_encoder() {
+        return None;
+    }
+    let mut groups = layout.groups(kind).ok()?;
+    let first = groups.next()?.len();
+    let last = groups.next_back().map_or(first, |g| g.len());
+    Some((
+        u32::try_from(first).unwrap_or(u32::MAX),
+        u32::try_from(last).unwrap_or(u32::MAX),
+    ))
 }
 
 /// The spread of every kind of `kinds` on `topology`, computed from the
@@ -35,6 +53,7 @@ pub fn spreads(
             Ok(KindSpread {
                 kind: *kind,
                 spread: layout.spread(*kind, topology)?,
+                sizes: part_sizes(layout, *kind),
             })
         })
         .collect()
@@ -64,29 +83,40 @@ pub fn traffic(kind: Kind) -> String {
         k if k == Kind::ETP => "expert tensor-parallel traffic".into(),
         k if k == Kind::DP => "data-parallel gradient reduction".into(),
         k if k == Kind::PP => "pipeline traffic".into(),
-        Kind::Hcp(level) => format!("context-parallel traffic (level {level})"),
-        other => format!("{other} traffic"),
+        other => match other.hcp_level() {
+            Some(level) => format!("context-parallel traffic (level {level})"),
+            None => format!("{other} traffic"),
+        },
     }
 }
 
 /// The JSON of one spread: `{"groups", "size", "cross_node_groups",
 /// "max_nodes_per_group", "cross_domain_groups", "max_domains_per_group"}`
-/// (the domain counts are `null` without `--nodes-per-domain`).
+/// (the domain counts are `null` without `--nodes-per-domain`; `size` is
+/// the largest group's), and in an encoder + decoder layout
+/// `"encoder_size", "decoder_size"`.
 #[derive(Debug, Serialize)]
 pub struct SpreadOut {
     groups: u32,
     size: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    encoder_size: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    decoder_size: Option<u32>,
     cross_node_groups: u32,
     max_nodes_per_group: u32,
     cross_domain_groups: Option<u32>,
     max_domains_per_group: Option<u32>,
 }
 
-impl From<Spread> for SpreadOut {
-    fn from(s: Spread) -> SpreadOut {
+impl From<&KindSpread> for SpreadOut {
+    fn from(k: &KindSpread) -> SpreadOut {
+        let s = k.spread;
         SpreadOut {
             groups: s.groups,
-            size: s.size,
+            size: u32::try_from(s.size).unwrap_or(u32::MAX),
+            encoder_size: k.sizes.map(|(e, _)| e),
+            decoder_size: k.sizes.map(|(_, d)| d),
             cross_node_groups: s.cross_node_groups,
             max_nodes_per_group: s.max_nodes_per_group,
             cross_domain_groups: s.cross_domain_groups,
@@ -126,7 +156,9 @@ pub fn machine_line(layout: &Layout, topology: &Topology) -> String {
     line
 }
 
-/// The per-kind table of `check` and `suggest`.
+/// The per-kind table of `check` and `suggest`; in an encoder + decoder
+/// layout a size reads `encoder/decoder` (`2/4`) when the encoder's groups
+/// and the decoder's differ.
 pub struct SpreadTable<'a>(pub &'a [KindSpread]);
 
 impl fmt::Display for SpreadTable<'_> {
@@ -143,21 +175,32 @@ impl fmt::Display for SpreadTable<'_> {
         let rows: Vec<Vec<String>> = self
             .0
             .iter()
-            .map(|KindSpread { kind, spread: s }| {
-                let mut row = vec![
-                    kind.to_string(),
-                    number(s.groups),
-                    number(s.size),
-                    number(s.cross_node_groups),
-                    number(s.max_nodes_per_group),
-                ];
-                if let (Some(c), Some(m)) = (s.cross_domain_groups, s.max_domains_per_group) {
-                    row.extend([number(c), number(m)]);
-                } else if domains {
-                    row.extend(["-".to_owned(), "-".to_owned()]);
-                }
-                row
-            })
+            .map(
+                |KindSpread {
+                     kind,
+                     spread: s,
+                     sizes,
+                 }| {
+                    // Encoder/decoder when their groups differ in size.
+                    let size = match sizes {
+                        Some((e, d)) if e != d => format!("{}/{}", number(*e), number(*d)),
+                        _ => number(u32::try_from(s.size).unwrap_or(u32::MAX)),
+                    };
+                    let mut row = vec![
+                        kind.to_string(),
+                        number(s.groups),
+                        size,
+                        number(s.cross_node_groups),
+                        number(s.max_nodes_per_group),
+                    ];
+                    if let (Some(c), Some(m)) = (s.cross_domain_groups, s.max_domains_per_group) {
+                        row.extend([number(c), number(m)]);
+                    } else if domains {
+                        row.extend(["-".to_owned(), "-".to_owned()]);
+                    }
+                    row
+                },
+            )
             .collect();
         // Each column as wide as its widest cell: the kind left-aligned,
         // the numbers right-aligned.

@@ -1,4 +1,4 @@
-//! The `rank-layout` binary: JSON shape of SPEC 5, table output, `--config`
+//! The `rank-layout` binary: the shape of its JSON, table output, `--config`
 //! files, and exit status 2 with a message on stderr for bad input.
 
 use std::process::{Command, Output};
@@ -46,7 +46,7 @@ fn groups_json_has_the_documented_shape() {
     assert_eq!(v["groups"]["cp"][0], serde_json::json!([0, 4]));
     assert_eq!(v["groups"]["pp"][0], serde_json::json!([0, 32]));
     assert_eq!(v["groups"]["embd"][0], serde_json::json!([0, 32]));
-    // Kinds in SPEC 3.1 order.
+    // Kinds in the library's listing order (`Layout::kinds`).
     let order = [
         "tp",
         "pp",
@@ -57,13 +57,13 @@ fn groups_json_has_the_documented_shape() {
         "tp-cp",
         "tp-dp",
         "tp-dp-cp",
-        "ep",
-        "tp-ep",
-        "tp-ep-pp",
-        "dp-mod-ep",
-        "dp-cp-mod-ep",
         "embd",
         "pos-embd",
+        "ep",
+        "etp",
+        "etp-ep",
+        "etp-ep-pp",
+        "edp",
     ];
     let groups_text = &text[text.find("\"groups\"").unwrap()..];
     let pos: Vec<usize> = order
@@ -151,12 +151,12 @@ fn rank_json_has_the_documented_shape() {
     assert!(v["coord"].get("grid").is_none());
     assert_eq!(
         v["groups"]["tp"],
-        serde_json::json!([{"index": 1, "key": 1, "members": [4, 5, 6, 7]}])
+        serde_json::json!([{"color": 1, "key": 1, "members": [4, 5, 6, 7]}])
     );
     // pp = 1: every rank is its own embd group.
     assert_eq!(
         v["groups"]["embd"],
-        serde_json::json!([{"index": 5, "key": 0, "members": [5]}])
+        serde_json::json!([{"color": 5, "key": 0, "members": [5]}])
     );
 }
 
@@ -168,15 +168,15 @@ fn rank_in_encoder_decoder_layout_fans_out() {
     assert_eq!(
         v["groups"]["pp"],
         serde_json::json!([
-            {"index": 0, "key": 0, "members": [0, 4]},
-            {"index": 1, "key": 0, "members": [0, 5]}
+            {"color": 0, "key": 0, "members": [0, 4]},
+            {"color": 1, "key": 0, "members": [0, 5]}
         ])
     );
     let (v, _) = json("rank 6 --tp 4 --cp 2 --encoder-tp 2 --kind embd --format json");
     assert_eq!(v["coord"]["grid"], "decoder");
     assert_eq!(
         v["groups"]["embd"],
-        serde_json::json!([{"index": 2, "key": 1, "members": [1, 6]}])
+        serde_json::json!([{"color": 2, "key": 1, "members": [1, 6]}])
     );
 }
 
@@ -227,12 +227,26 @@ fn bad_input_exits_2_with_a_message() {
     fails_with("groups --order tp-xp-dp", "\"xp\"");
     fails_with("groups --order tp-tp", "tp appears twice");
     fails_with("groups --tp 2 --order dp-pp", "tp has size 2");
-    fails_with("groups --ep 2 --dp 3", "dp (3) is not divisible by ep (2)");
-    fails_with("groups --ep 2 --dp 2 --order tp-ep-cp-dp-pp", "adjacent");
+    fails_with(
+        "groups --ep 2 --dp 3 --expert-layout nested",
+        "dp (3) is not divisible by ep (2)",
+    );
+    fails_with(
+        "groups --ep 2 --dp 3",
+        "world_size (3) is not divisible by etp*ep*pp = 1*2*1",
+    );
+    fails_with(
+        "groups --ep 2 --dp 2 --order tp-ep-cp-dp-pp --expert-layout nested",
+        "adjacent",
+    );
     fails_with("groups --dp 2 --world-size 6", "disagrees");
     fails_with("groups --tp 65536 --pp 65536", "overflows");
     fails_with("groups --kind tp-zz", "tp-zz");
-    fails_with("groups --kind etp", "not part of the nested layout");
+    fails_with(
+        "groups --kind etp --expert-layout nested",
+        "not part of the nested layout",
+    );
+    fails_with("groups --kind dp-mod-ep", "not part of the folded layout");
     fails_with("groups --expert-layout sideways", "sideways");
     fails_with("groups --hierarchical-cp 2,x --cp 4", "2,x");
     fails_with("rank 8 --world-size 8", "rank 8 is outside");
@@ -246,9 +260,118 @@ fn bad_input_exits_2_with_a_message() {
 fn readme_command_works() {
     let out = run("groups --world-size 64 --tp 4 --cp 2 --pp 2");
     assert!(out.status.success());
+    assert!(String::from_utf8(out.stdout).unwrap().contains("etp-ep-pp"));
+}
+
+#[test]
+fn rank_json_carries_everything_the_card_shows() {
+    // The card of rank 17 (decoder, stage 1 of the joined pipeline [1, 17])
+    // on NVL72 racks: 17 = 4*4 + 1, node 4, local GPU 1, domain 0.
+    let args = "rank 17 --encoder-tp 1 --encoder-pp 1 --tp 8 --cp 2 --world-size 72 \
+                --gpus-per-node 4 --nodes-per-domain 18";
+    let (v, _) = json(&format!("{args} --format json"));
+    assert_eq!(v["rank"], 17);
+    assert_eq!(v["world_size"], 72);
+    assert_eq!(
+        (v["first_rank"].clone(), v["last_rank"].clone()),
+        (0.into(), 71.into())
+    );
+    assert_eq!(v["order"], "tp-cp-ep-dp-pp");
+    assert_eq!(v["sizes"]["tp"], 8);
+    assert_eq!(v["sizes"]["dp"], 4);
+    assert_eq!(v["coord"]["grid"], "decoder");
+    assert_eq!(v["node"], 4);
+    assert_eq!(v["local_gpu"], 1);
+    assert_eq!(v["gpus_per_node"], 4);
+    assert_eq!(v["domain"], 0);
+    assert_eq!(v["nodes_per_domain"], 18);
+    assert_eq!(
+        v["pipeline"],
+        serde_json::json!({"stage": 1, "stages": 2, "prev": [1], "next": []})
+    );
+    // The split rounds: pp is built in 8 rounds (encoder tp 1 fans out to
+    // decoder tp 8); rank 17 is in round 1 only, color 9 key 1, the same
+    // as its pp membership.
+    let splits = v["splits"].as_array().unwrap();
+    let pp: Vec<&Value> = splits.iter().filter(|s| s["kind"] == "pp").collect();
+    assert_eq!(pp.len(), 8);
+    assert!(pp.iter().all(|s| s["rounds"] == 8));
+    assert_eq!(
+        *pp[1],
+        serde_json::json!({"kind": "pp", "round": 1, "rounds": 8, "color": 9, "key": 1})
+    );
+    assert!(pp[0]["color"].is_null() && pp[0]["key"].is_null());
+    assert_eq!(v["groups"]["pp"][0]["color"], 9);
+    // Every kind of the layout has a split, and tp's is one round.
+    let tp: Vec<&Value> = splits.iter().filter(|s| s["kind"] == "tp").collect();
+    assert_eq!(tp.len(), 1);
+    assert_eq!(tp[0]["color"], 9);
+    // Without domains there is no domain key.
+    let (v, _) = json("rank 5 --tp 4 --world-size 8 --format json");
+    assert!(v.get("domain").is_none());
+    assert_eq!(v["node"], 0);
+    assert_eq!(v["local_gpu"], 5);
+    assert_eq!(
+        v["pipeline"],
+        serde_json::json!({"stage": 0, "stages": 1, "prev": [], "next": []})
+    );
+}
+
+#[test]
+fn describe_json_has_what_the_table_shows() {
+    // Encoder tp 2 + decoder tp 4, cp 2 on 12 ranks: dp = 12 / ((2 + 4)*2)
+    // = 1, the encoder is ranks 0..3, the decoder 4..11.
+    let args = "describe --tp 4 --cp 2 --encoder-tp 2 --world-size 12";
+    let (v, _) = json(&format!("{args} --format json"));
+    assert_eq!(v["layout"], "encoder+decoder");
+    assert_eq!(v["world_size"], 12);
+    assert_eq!(
+        (v["first_rank"].clone(), v["last_rank"].clone()),
+        (0.into(), 11.into())
+    );
+    assert_eq!(v["sizes"]["tp"], 4);
+    assert_eq!(v["sizes"]["dp"], 1);
+    assert_eq!(v["encoder_sizes"]["tp"], 2);
+    let why: Vec<&str> = v["why"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
     assert!(
-        String::from_utf8(out.stdout)
-            .unwrap()
-            .contains("dp-cp-mod-ep")
+        why[0].starts_with("dp = world_size / ((encoder_tp*encoder_pp + tp*pp)*cp)"),
+        "{why:?}"
+    );
+    assert!(
+        why.iter().any(|l| l.contains("encoder: ranks 0..3")),
+        "{why:?}"
+    );
+    assert_eq!(v["machine"]["summary"], "12 ranks on 2 nodes of 8 GPUs");
+    assert_eq!(v["machine"]["gpus_per_node"], 8);
+    assert!(v["machine"]["nodes_per_domain"].is_null());
+    // tp: 2 encoder groups of 2 and 2 decoder groups of 4, 12 members.
+    assert_eq!(
+        v["kinds"]["tp"],
+        serde_json::json!({"groups": 4, "members": 12, "sizes": [2, 4]})
+    );
+    // pp: 8 joined pipelines of 2 (each encoder rank feeds two).
+    assert_eq!(
+        v["kinds"]["pp"],
+        serde_json::json!({"groups": 8, "members": 16, "sizes": [2]})
+    );
+    // The listing costs add up over the kinds, and the JSON estimate is
+    // the table's.
+    let kinds = v["kinds"].as_object().unwrap();
+    let members: u64 = kinds.values().map(|k| k["members"].as_u64().unwrap()).sum();
+    assert_eq!(v["listing"]["members"], members);
+    assert_eq!(v["listing"]["kinds"], kinds.len());
+    let out = run(args);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains(&format!(
+            "listing everything: {members} members in {} groups",
+            v["listing"]["groups"]
+        )),
+        "{text}"
     );
 }

@@ -195,3 +195,124 @@ fn divisibility_errors_suggest_the_nearest_valid_world_sizes() {
         "nearest valid: 16, 32",
     );
 }
+
+#[test]
+fn config_files_name_duplicate_keys_and_large_integers_and_skip_a_bom() {
+    let dir = temp_dir("strict-configs");
+    let write = |name: &str, text: &[u8]| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path.display().to_string()
+    };
+    // A key given twice is an error naming it, in JSON (where serde_json
+    // keeps the last) and in TOML.
+    let p = write("twice.json", br#"{"tp": 2, "tp": 4}"#);
+    let err = fails_with(&format!("groups --config {p}"), "duplicate key `tp`");
+    assert!(err.contains(&p), "{err}");
+    let p = write("twice.toml", b"tp = 2\ntp = 4\n");
+    fails_with(
+        &format!("groups --config {p}"),
+        "duplicate key `tp` at line 2",
+    );
+    // A UTF-8 byte-order mark is skipped, in both formats and in a file
+    // read by its first character.
+    for (name, text) in [
+        (
+            "bom.json",
+            &b"\xef\xbb\xbf{\"tp\": 2, \"world_size\": 4}"[..],
+        ),
+        ("bom.toml", b"\xef\xbb\xbftp = 2\nworld_size = 4\n"),
+        ("bom", b"\xef\xbb\xbf{\"tp\": 2, \"world_size\": 4}"),
+    ] {
+        let p = write(name, text);
+        let v = json(&format!("groups --config {p} --format json --kind tp"));
+        assert_eq!(v["groups"]["tp"][1], serde_json::json!([2, 3]), "{name}");
+    }
+    // An integer too large for any key is named as written, not as the
+    // float serde_json would round it to.
+    let big = "100000000000000000000000";
+    let p = write("big.json", format!(r#"{{"tp": {big}}}"#).as_bytes());
+    let err = fails_with(
+        &format!("groups --config {p}"),
+        &format!("tp = {big} does not fit"),
+    );
+    assert!(!err.contains("1e+23") && !err.contains("floating"), "{err}");
+    let p = write(
+        "big-list.json",
+        format!(r#"{{"cp": 4, "hierarchical_cp": [2, -{big}]}}"#).as_bytes(),
+    );
+    fails_with(
+        &format!("groups --config {p}"),
+        &format!("hierarchical_cp[1] = -{big} does not fit"),
+    );
+    let p = write("big.toml", format!("tp = {big}\n").as_bytes());
+    fails_with(
+        &format!("groups --config {p}"),
+        &format!("tp = {big} does not fit"),
+    );
+    // Within 64 bits, serde's message names the integer already.
+    let p = write("u64.json", br#"{"tp": 5000000000}"#);
+    fails_with(&format!("groups --config {p}"), "5000000000");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn numeric_flags_name_the_flag_and_the_value() {
+    // clap took `-1` for an unknown flag ("unexpected argument '-1'"),
+    // never naming --tp; every numeric flag now names itself and the value.
+    for (args, flag, value) in [
+        ("groups --tp -1", "--tp", "-1"),
+        ("groups --tp=-1", "--tp", "-1"),
+        ("groups --tensor-model-parallel-size -2", "--tp", "-2"),
+        ("groups --cp -1", "--cp", "-1"),
+        ("groups --ep -1", "--ep", "-1"),
+        ("groups --dp -1", "--dp", "-1"),
+        ("groups --pp -1", "--pp", "-1"),
+        ("groups --world-size -8", "--world-size", "-8"),
+        ("groups --rank-offset -4", "--rank-offset", "-4"),
+        ("groups --encoder-tp -1", "--encoder-tp", "-1"),
+        ("groups --encoder-pp -1", "--encoder-pp", "-1"),
+        ("groups --etp -1", "--etp", "-1"),
+        (
+            "groups --dist-opt-instances -2",
+            "--dist-opt-instances",
+            "-2",
+        ),
+        ("groups --hierarchical-cp -2", "--hierarchical-cp", "-2"),
+        ("groups --gpus-per-node -8", "--gpus-per-node", "-8"),
+        ("groups --nodes-per-domain -9", "--nodes-per-domain", "-9"),
+        ("rank -1", "<RANK>", "-1"),
+        ("suggest --top -1", "--top", "-1"),
+        ("render --max-ranks -1", "--max-ranks", "-1"),
+        ("groups --tp x", "--tp", "x"),
+        ("groups --tp 1.5", "--tp", "1.5"),
+        ("groups --tp 5000000000", "--tp", "5000000000"),
+        ("rank two", "<RANK>", "two"),
+    ] {
+        let err = fails_with(args, &format!("'{value}'"));
+        assert!(err.contains(flag), "{args}: {err}");
+        let reason = if value.starts_with('-') {
+            "negative"
+        } else if value == "5000000000" {
+            "too large"
+        } else {
+            "not a whole number"
+        };
+        assert!(err.contains(reason), "{args}: {err}");
+    }
+}
+
+#[test]
+fn zero_counts_are_errors() {
+    // --max-ranks 0 drew one rank's worth silently; --top 0 printed every
+    // order. Both are errors naming 0.
+    let err = fails_with("render --max-ranks 0", "'0'");
+    assert!(
+        err.contains("--max-ranks") && err.contains("from 1"),
+        "{err}"
+    );
+    let err = fails_with("suggest --tp 2 --top 0", "'0'");
+    assert!(err.contains("--top") && err.contains("from 1"), "{err}");
+    // 1 is fine.
+    common::stdout("suggest --tp 2 --world-size 16 --top 1");
+}

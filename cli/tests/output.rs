@@ -146,6 +146,17 @@ fn rank_card() {
     // Domains: 9 nodes per domain, node 588 is in domain 65.
     let text = stdout("rank 4711 --world-size 16384 --tp 8 --pp 16 --nodes-per-domain 9 --kind tp");
     assert!(text.contains("domain 65 (9 nodes per domain)"), "{text}");
+    // GB200 NVL72 racks, 18 nodes of 4 GPUs: 4711 = 4*1177 + 3, node 1177
+    // = 18*65 + 7 is in domain 65.
+    let text = stdout(
+        "rank 4711 --world-size 16384 --tp 8 --pp 16 --gpus-per-node 4 --nodes-per-domain 18 --kind tp",
+    );
+    assert!(
+        text.contains(
+            "node      1,177, local GPU 3 (4 GPUs per node), domain 65 (18 nodes per domain)"
+        ),
+        "{text}"
+    );
     // The first stage has no previous rank, the last no next.
     let text = stdout("rank 7 --world-size 16 --tp 8 --pp 2 --kind pp");
     assert!(
@@ -170,7 +181,7 @@ fn rank_beyond_the_layout_hints_at_world_size() {
 
 #[test]
 fn describe_explains_derived_sizes_and_costs() {
-    let text = stdout("describe --world-size 16384 --tp 8 --pp 16 --ep 8");
+    let text = stdout("describe --world-size 16384 --tp 8 --pp 16 --ep 8 --expert-layout nested");
     assert!(
         text.contains("dp = world_size / (tp*cp*pp) = 16384 / (8*1*16) = 128"),
         "{text}"
@@ -220,16 +231,28 @@ fn help_lists_the_kinds_of_each_layout() {
     for args in ["--help", "groups --help", "rank --help", "render --help"] {
         let text = stdout(args);
         assert!(
-            text.contains("nested (default):  tp pp dp cp"),
+            text.contains("folded (default):  tp pp dp cp"),
             "{args}: {text}"
         );
-        let folded = text.lines().find(|l| l.contains("folded:")).unwrap();
+        let folded = text
+            .lines()
+            .find(|l| l.contains("folded (default):"))
+            .unwrap();
         assert!(folded.contains(" etp-ep-pp"), "{folded}");
         assert!(!folded.contains("dp-mod-ep"), "{folded}");
+        let nested = text.lines().find(|l| l.contains("nested:")).unwrap();
+        assert!(nested.contains(" dp-mod-ep"), "{nested}");
         assert!(text.contains("encoder+decoder:"), "{text}");
         assert!(text.contains("hcp-0"), "{text}");
         assert!(text.contains("dist-opt-instance"), "{text}");
     }
+    // The machine flags: an NVL72 rack is 18 nodes of 4 GPUs.
+    let text = stdout("check --help");
+    assert!(
+        text.contains("18 nodes of 4 GPUs: --gpus-per-node 4 --nodes-per-domain 18"),
+        "{text}"
+    );
+    assert!(!text.contains("9 nodes of 8"), "{text}");
 }
 
 #[test]
@@ -261,4 +284,157 @@ fn usage_errors_print_nothing_on_stdout() {
     let out = run("check --tp");
     assert_eq!(out.status.code(), Some(2));
     assert!(out.stdout.is_empty());
+}
+
+/// Every `A..B` in `text`, as numbers.
+fn ranges(text: &str) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    for (i, _) in text.match_indices("..") {
+        let before = &text[..i];
+        let start = before
+            .rfind(|c: char| !c.is_ascii_digit())
+            .map_or(0, |j| j + 1);
+        let after = &text[i + 2..];
+        let len = after
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(after.len());
+        if let (Ok(a), Ok(b)) = (before[start..].parse(), after[..len].parse()) {
+            out.push((a, b));
+        }
+    }
+    out
+}
+
+#[test]
+fn rank_ranges_are_inclusive_everywhere() {
+    // An encoder + decoder layout of 12 ranks (encoder ranks 0..3: encoder
+    // tp 2 * cp 2 * dp 1) and a layout of ranks 4..11: every range any
+    // output writes ends at the last rank at most (an exclusive end would
+    // be 12), and the layout's and the encoder's ranges read first..last.
+    for (args, last, expected) in [
+        (
+            "--tp 4 --cp 2 --encoder-tp 2 --world-size 12",
+            11,
+            &["ranks 0..3", "ranks 0..11"][..],
+        ),
+        (
+            "--tp 2 --world-size 8 --rank-offset 4",
+            11,
+            &["ranks 4..11"][..],
+        ),
+    ] {
+        let mut all = String::new();
+        for command in [
+            "groups",
+            "groups --full",
+            "rank 5",
+            "rank 5 --format json",
+            "describe",
+            "check",
+            "suggest",
+            "render",
+            "render --format html",
+        ] {
+            all.push_str(&stdout(&format!("{command} {args}")));
+        }
+        all.push_str(&fails_with(
+            &format!("rank 12 {args}"),
+            "rank 12 is outside",
+        ));
+        for (a, b) in ranges(&all) {
+            assert!(a <= b && b <= last, "{args}: {a}..{b} in\n{all}");
+        }
+        for e in expected {
+            assert!(all.contains(e), "{args}: no {e:?} in\n{all}");
+        }
+    }
+    // The error and the card agree: ranks 0..63.
+    let err = fails_with("rank 64 --world-size 64", "(ranks 0..63, both included)");
+    assert!(!err.contains("0..64"), "{err}");
+    let text = stdout("rank 63 --world-size 64 --kind tp");
+    assert!(text.contains("(ranks 0..63, both included)"), "{text}");
+    let text = stdout("groups --tp 4 --cp 2 --encoder-tp 2 --world-size 12 --kind tp");
+    assert!(text.contains("(encoder ranks 0..3)"), "{text}");
+}
+
+#[test]
+fn rank_card_counts_stages_over_the_joined_pipeline() {
+    // Encoder tp 1, pp 1 before a decoder tp 8, cp 2: (1 + 8) * 2 * dp =
+    // 72, dp = 4; the encoder is ranks 0..7 (1*2*4*1). Decoder rank 17 is
+    // the second stage of pipeline [1, 17]: stage 1 of 2 (was "stage 0 of
+    // 1", the decoder's own pp).
+    let text = stdout("rank 17 --encoder-tp 1 --encoder-pp 1 --tp 8 --cp 2 --world-size 72");
+    assert!(
+        text.contains("pipeline  stage 1 of 2: previous 1; next none (last stage)"),
+        "{text}"
+    );
+    // Encoder rank 1 (cp 1, dp 0) is stage 0 of the same pipeline and of
+    // the seven others it feeds: decoder ranks 16..23 (cp 1, dp 0).
+    let text = stdout("rank 1 --encoder-tp 1 --encoder-pp 1 --tp 8 --cp 2 --world-size 72");
+    assert!(
+        text.contains(
+            "pipeline  stage 0 of 2: previous none (first stage); next 16, 17, 18, 19, 20, 21, 22, 23"
+        ),
+        "{text}"
+    );
+    // Encoder pp 2, decoder pp 3: five stages. dp = 104 / ((1*2 + 8*3)*2)
+    // = 2, the encoder is 8 ranks with pp stride 4: rank 7 is encoder
+    // stage 1, the decoder's first stage is joined stage 2.
+    let args = "--encoder-tp 1 --encoder-pp 2 --tp 8 --cp 2 --pp 3 --world-size 104";
+    let text = stdout(&format!("rank 7 {args}"));
+    assert!(
+        text.contains("pipeline  stage 1 of 5: previous 3"),
+        "{text}"
+    );
+    // A plain layout: the stage is the pp coordinate, of pp.
+    let text = stdout("rank 7 --world-size 16 --tp 8 --pp 2 --kind pp");
+    assert!(text.contains("stage 0 of 2"), "{text}");
+}
+
+#[test]
+fn every_text_output_names_the_expert_layout_in_its_header() {
+    for (args, words) in [
+        (
+            "--world-size 16 --tp 2 --ep 2 --expert-layout nested",
+            "experts nested (Megatron-LM 2024)",
+        ),
+        (
+            "--world-size 16 --tp 2 --ep 2",
+            "experts folded (Megatron-Core)",
+        ),
+    ] {
+        // The header: the first line (the title of a picture).
+        for command in ["groups", "rank 3", "check", "suggest", "describe"] {
+            let text = stdout(&format!("{command} {args}"));
+            let header: String = text.lines().take(2).collect::<Vec<_>>().join("\n");
+            assert!(header.contains(words), "{command} {args}:\n{header}");
+        }
+        let svg = stdout(&format!("render {args}"));
+        let title = svg.lines().find(|l| l.contains("class=\"title\"")).unwrap();
+        assert!(title.contains(words), "{title}");
+        let html = stdout(&format!("render {args} --format html"));
+        let h1 = html.lines().find(|l| l.starts_with("<h1>")).unwrap();
+        assert!(h1.contains(words), "{h1}");
+    }
+    // describe says which Megatron-LM version each choice matches.
+    let text = stdout("describe --world-size 16 --tp 2 --ep 2 --expert-layout nested");
+    assert!(
+        text.contains("Megatron-LM's 2024 RankGenerator, commit 4ff9e66"),
+        "{text}"
+    );
+    let text = stdout("describe --world-size 16 --tp 2 --ep 2");
+    assert!(
+        text.contains("Megatron-Core's MoE parallel folding, today's default"),
+        "{text}"
+    );
+    let text = stdout("describe --tp 4 --cp 2 --encoder-tp 2 --world-size 12");
+    assert!(
+        text.contains("by coordinates")
+            && text.contains("zip(cycle()) of 4ff9e66")
+            && text.contains("block map of 5a3b6bcf1f"),
+        "{text}"
+    );
+    let v = json("describe --tp 4 --cp 2 --encoder-tp 2 --world-size 12 --format json");
+    assert_eq!(v["expert_layout"], "folded");
+    assert_eq!(v["matches"].as_array().unwrap().len(), 2);
 }

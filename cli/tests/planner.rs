@@ -12,7 +12,7 @@ use common::{fails_with, json, run, stdout};
 fn check_json_shape_for_tp_16_on_8_gpu_nodes() {
     // tp=16 on 64 ranks, 8 GPUs per node: 4 tp groups of 16, each two whole
     // nodes.
-    let v = json("check --world-size 64 --tp 16 --format json");
+    let v = json("check --world-size 64 --tp 16 --format json --expert-layout nested");
     let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
     assert_eq!(keys, ["kinds", "warnings"]);
     assert_eq!(
@@ -26,7 +26,7 @@ fn check_json_shape_for_tp_16_on_8_gpu_nodes() {
     assert_eq!(v["kinds"]["dp"]["max_nodes_per_group"], 4);
     // Every kind of the layout, in listing order (tp, pp, dp, cp, ...).
     assert_eq!(v["kinds"].as_object().unwrap().len(), 16);
-    let text = stdout("check --world-size 64 --tp 16 --format json");
+    let text = stdout("check --world-size 64 --tp 16 --format json --expert-layout nested");
     let at = |k: &str| text.find(&format!("\"{k}\":{{")).unwrap();
     assert!(at("tp") < at("pp") && at("pp") < at("dp") && at("dp") < at("cp"));
     let warnings = v["warnings"].as_array().unwrap();
@@ -43,7 +43,9 @@ fn check_json_shape_for_tp_16_on_8_gpu_nodes() {
 fn dp_first_order_makes_tp_cross_nodes() {
     // 32 ranks, tp=4, order dp-tp: dp = 8 is fastest, so tp group g is
     // {g, g+8, g+16, g+24}: each of the 8 groups on 4 nodes.
-    let v = json("check --world-size 32 --tp 4 --order dp-tp --kind tp --format json");
+    let v = json(
+        "check --world-size 32 --tp 4 --order dp-tp --kind tp --format json --expert-layout nested",
+    );
     assert_eq!(v["kinds"]["tp"]["cross_node_groups"], 8);
     assert_eq!(v["kinds"]["tp"]["max_nodes_per_group"], 4);
     let w = v["warnings"][0].as_str().unwrap();
@@ -53,13 +55,13 @@ fn dp_first_order_makes_tp_cross_nodes() {
     );
     // Domains of 2 nodes (16 GPUs): {g, g+8} and {g+16, g+24}, 2 domains.
     let v = json(
-        "check --world-size 32 --tp 4 --order dp-tp --kind tp --nodes-per-domain 2 --format json",
+        "check --world-size 32 --tp 4 --order dp-tp --kind tp --nodes-per-domain 2 --format json --expert-layout nested",
     );
     assert_eq!(v["kinds"]["tp"]["cross_domain_groups"], 8);
     assert_eq!(v["kinds"]["tp"]["max_domains_per_group"], 2);
     assert_eq!(v["warnings"].as_array().unwrap().len(), 2);
     // The default order keeps tp inside a node: no warning.
-    let v = json("check --world-size 32 --tp 4 --format json");
+    let v = json("check --world-size 32 --tp 4 --format json --expert-layout nested");
     assert_eq!(v["kinds"]["tp"]["cross_node_groups"], 0);
     assert_eq!(v["kinds"]["tp"]["max_nodes_per_group"], 1);
     assert_eq!(v["warnings"], j!([]));
@@ -176,8 +178,12 @@ fn check_agrees_with_a_brute_force_count_over_the_listed_groups() {
         if let Some(m) = domain {
             args.push_str(&format!(" --nodes-per-domain {m}"));
         }
-        let groups = json(&format!("groups {args} --format json"));
-        let check = json(&format!("check {args} --format json"));
+        let groups = json(&format!(
+            "groups {args} --format json --expert-layout nested"
+        ));
+        let check = json(&format!(
+            "check {args} --format json --expert-layout nested"
+        ));
         for (kind, listed) in groups["groups"].as_object().unwrap() {
             let listed = listed.as_array().unwrap();
             let spans = |unit: u64| {
@@ -215,10 +221,12 @@ fn check_agrees_with_a_brute_force_count_over_the_listed_groups() {
     }
 }
 
-/// The order strings of `suggest`, best first.
+/// The order strings of `suggest`, best first (after the header line and
+/// a blank line).
 fn ranked(args: &str) -> Vec<String> {
-    stdout(&format!("suggest {args}"))
+    stdout(&format!("suggest {args} --expert-layout nested"))
         .lines()
+        .skip(2)
         .take_while(|l| !l.is_empty())
         .map(|l| l.split_whitespace().next().unwrap().to_owned())
         .collect()
@@ -246,7 +254,7 @@ fn suggest_ranks_tp_cp_pp_dp_above_dp_first_orders() {
         "{orders:?}"
     );
     // The report ends with the check table of the best order.
-    let text = stdout("suggest --world-size 4096 --tp 8 --cp 2 --pp 16");
+    let text = stdout("suggest --world-size 4096 --tp 8 --cp 2 --pp 16 --expert-layout nested");
     assert!(
         text.contains(&format!("best: --order {}", orders[0])),
         "{text}"
@@ -263,7 +271,8 @@ fn suggest_ranks_tp_cp_pp_dp_above_dp_first_orders() {
 fn suggest_respects_layout_rules_and_priorities() {
     // Nested experts: ep must be next to dp, so of the 24 orders of tp, ep,
     // dp, pp only the 12 with ep and dp adjacent are valid.
-    let v = json("suggest --world-size 64 --tp 2 --ep 4 --pp 2 --format json");
+    let v =
+        json("suggest --world-size 64 --tp 2 --ep 4 --pp 2 --format json --expert-layout nested");
     assert_eq!(v["invalid"], 12);
     let orders = v["orders"].as_array().unwrap();
     assert_eq!(orders.len(), 12);
@@ -292,4 +301,137 @@ fn suggest_respects_layout_rules_and_priorities() {
     assert_eq!(best["kinds"]["pp"]["cross_node_groups"], 0, "{best}");
     assert_eq!(best["kinds"]["tp"]["max_nodes_per_group"], 4, "{best}");
     fails_with("suggest --tp 2 --priority tp,zz", "zz");
+}
+
+#[test]
+fn check_shows_encoder_and_decoder_group_sizes() {
+    // Encoder tp 2 + decoder tp 4, cp 2 on 12 ranks: tp groups of 2 in the
+    // encoder (ranks 0..3), of 4 in the decoder (4..11); tp-cp groups of 4
+    // and 8; pp groups are joined pipelines of 2 either way.
+    let args = "--tp 4 --cp 2 --encoder-tp 2 --world-size 12";
+    let text = stdout(&format!("check {args}"));
+    let size = |kind: &str| {
+        text.lines()
+            .find(|l| l.split_whitespace().next() == Some(kind))
+            .unwrap_or_else(|| panic!("no {kind} row in {text}"))
+            .split_whitespace()
+            .nth(2)
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(size("tp"), "2/4", "{text}");
+    assert_eq!(size("tp-cp"), "4/8", "{text}");
+    assert_eq!(size("pp"), "2", "{text}");
+    let v = json(&format!("check {args} --format json"));
+    assert_eq!(v["kinds"]["tp"]["encoder_size"], 2);
+    assert_eq!(v["kinds"]["tp"]["decoder_size"], 4);
+    assert_eq!(v["kinds"]["tp"]["size"], 4);
+    // Without an encoder, no encoder or decoder sizes.
+    let v = json("check --world-size 16 --tp 4 --format json");
+    assert!(v["kinds"]["tp"].get("encoder_size").is_none());
+}
+
+#[test]
+fn check_warns_about_a_partly_filled_last_node_or_domain() {
+    // 12 ranks on 8-GPU nodes: node 1 holds ranks 8..11, 4 of its 8 GPUs.
+    let v = json("check --world-size 12 --tp 4 --format json");
+    let warnings: Vec<&str> = v["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        warnings,
+        [
+            "the last node, node 1, is partly used: the layout's ranks fill 4 of its 8 GPUs (world_size 12 is not a multiple of 8 GPUs per node)"
+        ]
+    );
+    let text = stdout("check --world-size 12 --tp 4");
+    assert!(text.contains("warnings (the machine):"), "{text}");
+    // The rank offset counts: 60 ranks from rank 4 end at rank 63, the last
+    // GPU of node 7, so the last node is full...
+    let v = json("check --world-size 60 --tp 4 --rank-offset 4 --format json");
+    assert_eq!(v["warnings"], j!([]));
+    // ...but on NVL72 racks (18 nodes of 4 GPUs, 72 GPUs) the last domain,
+    // domain 0, holds ranks 4..63 on nodes 1..15: 15 of its 18 nodes.
+    let v = json(
+        "check --world-size 60 --tp 4 --rank-offset 4 --gpus-per-node 4 --nodes-per-domain 18 --format json",
+    );
+    let warnings = v["warnings"].as_array().unwrap();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    let w = warnings[0].as_str().unwrap();
+    assert!(
+        w.starts_with("the last domain, domain 0, is partly used: the layout's ranks fill 15 of its 18 nodes (60 of its 72 GPUs; rank_offset + world_size = 4 + 60 = 64"),
+        "{w}"
+    );
+    // A multiple of the node and the domain: nothing.
+    let v =
+        json("check --world-size 144 --tp 4 --gpus-per-node 4 --nodes-per-domain 18 --format json");
+    assert_eq!(v["warnings"], j!([]));
+}
+
+/// Runs `args`, killing it after `seconds`; its stdout, or a failure
+/// naming the time.
+fn within(seconds: u64, args: &str) -> String {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rank-layout"))
+        .args(args.split_whitespace())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    let mut out = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        out.read_to_string(&mut text).unwrap();
+        text
+    });
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            assert!(status.success(), "{args}");
+            return reader.join().unwrap();
+        }
+        if start.elapsed() > Duration::from_secs(seconds) {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("{args}: still running after {seconds} s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn suggest_and_check_answer_at_two_to_the_31_ranks() {
+    // Every order's spread at 2^31 ranks comes from strides: this took
+    // 17 s (debug build) when the residues of each digit were walked step
+    // by step, and `check --order dp-tp` listed a dp group of 2^30 ranks
+    // (8 GB). Now each takes milliseconds; 10 s leaves room for a slow
+    // machine and a debug build.
+    let text = within(
+        10,
+        "suggest --world-size 2147483648 --tp 8 --pp 16 --cp 2 --ep 8 --expert-layout nested",
+    );
+    assert!(text.contains("48 orders, best first"), "{text}");
+    assert!(text.contains("best: --order tp-cp-ep-dp-pp"), "{text}");
+    within(
+        10,
+        "suggest --world-size 2147483648 --tp 8 --pp 16 --cp 2 --ep 8 --gpus-per-node 4 --nodes-per-domain 18 --expert-layout nested",
+    );
+    within(
+        10,
+        "suggest --world-size 2147483648 --tp 8 --pp 8 --cp 4 --ep 4 --expert-layout folded --etp 2",
+    );
+    // dp first: the dp groups are runs of 2^30 consecutive ranks, each on
+    // 2^27 nodes.
+    let text = within(
+        10,
+        "check --world-size 2147483648 --tp 2 --order dp-tp --kind dp --format json",
+    );
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["kinds"]["dp"]["max_nodes_per_group"], 1u64 << 27);
+    assert_eq!(v["kinds"]["dp"]["cross_node_groups"], 2);
 }

@@ -169,5 +169,99 @@ fn html_wraps_the_svg_with_a_legend_and_tooltips() {
 
 #[test]
 fn render_rejects_bad_kinds() {
-    fails_with("render --tp 2 --kind etp", "etp");
+    fails_with("render --tp 2 --kind etp --expert-layout nested", "etp");
+    fails_with("render --tp 2 --kind dp-mod-ep", "dp-mod-ep");
+}
+
+/// The peak resident memory of process `pid`, in KB (Linux).
+#[cfg(target_os = "linux")]
+fn peak_kb(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn render_streams_in_bounded_memory() {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    // 65,536 ranks drawn with tooltips: a 74 MB page, which used to be
+    // built whole in memory (~150 MB at this size, 2.5 GB at 1,048,576
+    // ranks) before the first byte was written. Now the page is written
+    // as it is computed: sample the peak while the writer is blocked on
+    // the pipe, then at the end.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rank-layout"))
+        .args([
+            "render",
+            "--max-ranks",
+            "65536",
+            "--world-size",
+            "65536",
+            "--tp",
+            "8",
+            "--format",
+            "html",
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut buffer = vec![0u8; 1 << 20];
+    let mut total = 0usize;
+    let mut peak = 0u64;
+    let mut samples = 0;
+    loop {
+        let n = stdout.read(&mut buffer).unwrap();
+        if n == 0 {
+            break;
+        }
+        total += n;
+        // Every 8 MB read, while the child waits for the pipe.
+        if total / (8 << 20) > samples {
+            samples = total / (8 << 20);
+            peak = peak.max(peak_kb(pid));
+        }
+    }
+    assert!(child.wait().unwrap().success());
+    assert!(total > 50_000_000, "{total} bytes");
+    assert!(samples >= 6, "{samples} samples");
+    assert!(
+        peak < 48 * 1024,
+        "peak {peak} KB while writing {total} bytes"
+    );
+}
+
+#[test]
+fn svg_is_as_wide_as_its_title() {
+    // The title of a folded encoder-free layout is long; the picture of 8
+    // ranks is narrow. 14px bold monospace: at least 0.6 em a character.
+    for args in [
+        "render --world-size 8 --tp 2 --ep 2 --expert-layout folded --gpus-per-node 2",
+        "render --tp 2 --cp 2 --encoder-tp 1 --encoder-pp 1 --world-size 12 --gpus-per-node 2",
+        "render --world-size 32 --tp 4 --cp 2 --pp 2",
+    ] {
+        let text = stdout(args);
+        let doc = Document::parse(&text).unwrap();
+        let width: f64 = doc
+            .root_element()
+            .attribute("width")
+            .unwrap()
+            .parse()
+            .unwrap();
+        let title = doc
+            .descendants()
+            .find(|n| n.attribute("class") == Some("title"))
+            .unwrap();
+        let x: f64 = title.attribute("x").unwrap().parse().unwrap();
+        let chars = title.text().unwrap().chars().count() as f64;
+        assert!(
+            width >= x + chars * 14.0 * 0.6,
+            "{args}: width {width} for a title of {chars} characters"
+        );
+    }
 }

@@ -34,7 +34,7 @@ const SMALLER_WORLD: u32 = 1024;
 /// Worlds up to this size are checked rank by rank against the enumeration.
 const TINY_WORLD: u32 = 16;
 /// Kinds with at most this many ranks times rounds are rebuilt from every
-/// rank's `comm_split_round`, as `MPI_Comm_split` would.
+/// rank's `split_in_round`, as `MPI_Comm_split` would.
 const SWEEP: u64 = 512;
 /// Kinds with more split rounds than this get sampled rounds only (a rank of
 /// such a kind can be in that many groups).
@@ -92,16 +92,14 @@ pub fn order(data: &[u8]) {
         (ExpertLayout::Nested, 1),
         (ExpertLayout::Folded, size(Axis::Ep)),
     ] {
-        let config = Config {
-            tp: size(Axis::Tp),
-            cp: size(Axis::Cp),
-            ep,
-            dp: Some(size(Axis::Dp).max(ep)),
-            pp: size(Axis::Pp),
-            order: order.clone(),
-            expert_layout,
-            ..Config::default()
-        };
+        let config = Config::new()
+            .tp(size(Axis::Tp))
+            .cp(size(Axis::Cp))
+            .ep(ep)
+            .dp(Some(size(Axis::Dp).max(ep)))
+            .pp(size(Axis::Pp))
+            .order(order.clone())
+            .expert_layout(expert_layout);
         if let Some(layout) = build(&config) {
             check_layout(&layout, &mut Input::new(data));
         }
@@ -110,10 +108,9 @@ pub fn order(data: &[u8]) {
         .into_iter()
         .find(|a| !order.is_written(*a));
     if let Some(axis) = missing {
-        let mut config = Config {
-            order: order.clone(),
-            ..Config::default()
-        };
+        let mut config = Config::new()
+            .order(order.clone())
+            .expert_layout(ExpertLayout::Nested);
         match axis {
             Axis::Tp => config.tp = 2,
             Axis::Cp => config.cp = 2,
@@ -255,52 +252,46 @@ fn fixed_layouts() -> &'static [Layout] {
     LAYOUTS.get_or_init(|| {
         let configs = [
             // Dense nested: every axis > 1.
-            Config {
-                tp: 2,
-                cp: 2,
-                ep: 2,
-                dp: Some(4),
-                pp: 2,
-                ..Config::default()
-            },
+            Config::new()
+                .tp(2)
+                .cp(2)
+                .ep(2)
+                .dp(Some(4))
+                .pp(2)
+                .expert_layout(ExpertLayout::Nested),
             // Folded, hierarchical cp, two distributed-optimizer instances.
-            Config {
-                tp: 2,
-                cp: 4,
-                dp: Some(2),
-                ep: 2,
-                expert_layout: ExpertLayout::Folded,
-                etp: Some(1),
-                hierarchical_cp: Some(vec![2, 2]),
-                dist_opt_instances: Some(2),
-                ..Config::default()
-            },
+            Config::new()
+                .tp(2)
+                .cp(4)
+                .dp(Some(2))
+                .ep(2)
+                .expert_layout(ExpertLayout::Folded)
+                .etp(Some(1))
+                .hierarchical_cp(vec![2, 2])
+                .dist_opt_instances(2),
             // Encoder fan-out (tp 4 after encoder tp 2), two stages each.
-            Config {
-                tp: 4,
-                cp: 2,
-                pp: 2,
-                encoder_tp: Some(2),
-                encoder_pp: Some(2),
-                ..Config::default()
-            },
+            Config::new()
+                .tp(4)
+                .cp(2)
+                .pp(2)
+                .encoder_tp(Some(2))
+                .encoder_pp(Some(2))
+                .expert_layout(ExpertLayout::Nested),
             // Encoder fan-in (encoder tp 4 before tp 2), order dp first.
-            Config {
-                tp: 2,
-                dp: Some(2),
-                encoder_tp: Some(4),
-                order: "ep-dp-tp-cp-pp".parse().unwrap_or_default(),
-                ..Config::default()
-            },
+            Config::new()
+                .tp(2)
+                .dp(Some(2))
+                .encoder_tp(Some(4))
+                .order("ep-dp-tp-cp-pp".parse().unwrap_or_default())
+                .expert_layout(ExpertLayout::Nested),
             // The last ranks of u32.
-            Config {
-                tp: 2,
-                pp: 2,
-                dp: Some(4),
-                rank_offset: u32::MAX - 15,
-                order: "pp-dp-tp".parse().unwrap_or_default(),
-                ..Config::default()
-            },
+            Config::new()
+                .tp(2)
+                .pp(2)
+                .dp(Some(4))
+                .rank_offset(u32::MAX - 15)
+                .order("pp-dp-tp".parse().unwrap_or_default())
+                .expert_layout(ExpertLayout::Nested),
         ];
         configs
             .iter()
@@ -421,36 +412,34 @@ impl<'a> Input<'a> {
         } else {
             None
         };
-        let hierarchical_cp = (flags & 8 == 8).then(|| {
+        let hierarchical_cp: Vec<u32> = if flags & 8 == 8 {
             let levels = self.byte() % 5;
             (0..levels).map(|_| self.size()).collect()
-        });
-        let dist_opt_instances = if flags & 16 == 16 {
-            Some(self.size())
         } else {
-            None
+            Vec::new()
         };
+        let dist_opt_instances = if flags & 16 == 16 { self.size() } else { 1 };
         let rank_offset = self.offset();
-        Config {
-            tp,
-            cp,
-            ep,
-            dp,
-            pp,
-            world_size,
-            order,
-            rank_offset,
-            encoder_tp,
-            encoder_pp,
-            expert_layout,
-            etp,
-            hierarchical_cp,
-            dist_opt_instances,
-        }
+        Config::new()
+            .tp(tp)
+            .cp(cp)
+            .ep(ep)
+            .dp(dp)
+            .pp(pp)
+            .world_size(world_size)
+            .order(order)
+            .rank_offset(rank_offset)
+            .encoder_tp(encoder_tp)
+            .encoder_pp(encoder_pp)
+            .expert_layout(expert_layout)
+            .etp(etp)
+            .hierarchical_cp(hierarchical_cp)
+            .dist_opt_instances(dist_opt_instances)
     }
 
-    /// Any kind, in the layout or not: any set of the seven axes (even
-    /// empty), a `mod-ep` set, `hcp-n` for any `n`, or a special family.
+    /// Any kind, in the layout or not: any non-empty set of the seven axes
+    /// (`tp` for the empty one), a `mod-ep` set, `hcp-n` for any `n`, or a
+    /// special family.
     fn kind(&mut self) -> Kind {
         let b = self.byte();
         let set = |bits: u8| {
@@ -463,17 +452,17 @@ impl<'a> Input<'a> {
             AxisSet::of(&axes)
         };
         match b % 8 {
-            0..=2 => Kind::Axes(set(self.byte())),
-            3 => Kind::ModEp(set(self.byte())),
-            4 => Kind::Hcp(self.byte() % 8),
-            5 => Kind::Hcp(self.byte()),
+            0..=2 => Kind::of_axes(set(self.byte())).unwrap_or(Kind::TP),
+            3 => Kind::mod_ep(set(self.byte())).unwrap_or(Kind::DP_MOD_EP),
+            4 => Kind::hcp(self.byte() % 8),
+            5 => Kind::hcp(self.byte()),
             _ => [
-                Kind::Embd,
-                Kind::PosEmbd,
-                Kind::DpCpIntra,
-                Kind::EdpIntra,
-                Kind::DpCpInter,
-                Kind::DistOptInstance,
+                Kind::EMBD,
+                Kind::POS_EMBD,
+                Kind::DP_CP_INTRA,
+                Kind::EDP_INTRA,
+                Kind::DP_CP_INTER,
+                Kind::DIST_OPT_INSTANCE,
             ][usize::from(self.byte() % 6)],
         }
     }
@@ -521,11 +510,11 @@ fn assert_out_of_range<T: std::fmt::Debug>(layout: &Layout, rank: u32, got: Resu
         Err(Error::RankOutOfRange {
             rank: r,
             first,
-            end,
+            last,
         }) => {
             assert_eq!(r, u64::from(rank));
             assert_eq!(first, layout.rank_offset());
-            assert_eq!(end, layout.rank_end());
+            assert_eq!(last, layout.rank_end() - 1);
         }
         other => panic!("rank {rank} outside {layout:?}: {other:?}"),
     }
@@ -549,7 +538,7 @@ fn group(layout: &Layout, kind: Kind, index: u32) -> Group {
 /// every kind's but a distributed-optimizer instance's, which lists its
 /// `etp-ep-pp` groups one after the other (semantics 3.4).
 fn ascending(kind: Kind) -> bool {
-    kind != Kind::DistOptInstance
+    kind != Kind::DIST_OPT_INSTANCE
 }
 
 /// One group on its own: not empty, no longer than the world, distinct
@@ -607,13 +596,13 @@ fn check_kind(layout: &Layout, kind: Kind, known: bool, input: &mut Input) -> Op
         Err(e) => {
             assert!(!known, "{kind} of {layout:?}: {e}");
             assert!(!e.to_string().is_empty());
-            assert!(layout.comm_split_rounds(kind).is_err(), "{kind}");
+            assert!(layout.split_rounds(kind).is_err(), "{kind}");
             assert!(layout.memberships(first, kind).is_err(), "{kind}");
             assert!(layout.splits_of(first, &[kind]).is_err(), "{kind}");
             return None;
         }
     };
-    let rounds = ok(layout.comm_split_rounds(kind), || format!("{kind}"));
+    let rounds = ok(layout.split_rounds(kind), || format!("{kind}"));
     assert!(rounds >= 1, "{kind}");
     let count = u32::try_from(groups.len()).unwrap_or_else(|_| panic!("{kind}"));
     assert!(count >= 1, "{kind}: no group in {layout:?}");
@@ -650,7 +639,7 @@ fn check_kind(layout: &Layout, kind: Kind, known: bool, input: &mut Input) -> Op
                 );
             }
             let found = (0..rounds.min(MAX_ROUNDS)).any(|round| {
-                ok(layout.comm_split_round(rank, kind, round), || {
+                ok(layout.split_in_round(rank, kind, round), || {
                     format!("{kind} {rank} {round}")
                 }) == Some(want)
             });
@@ -662,11 +651,11 @@ fn check_kind(layout: &Layout, kind: Kind, known: bool, input: &mut Input) -> Op
 
 /// One rank's answers for one kind: memberships (each holding the rank at
 /// its key, the group of its index, ascending), the split rounds listing
-/// the same, `comm_split` and `group_of` for a partition, typed errors for
+/// the same, `split` and `group_of` for a partition, typed errors for
 /// an overlapping kind, a round out of range or a rank out of range.
 fn check_rank_kind(layout: &Layout, rank: u32, kind: Kind, info: &KindInfo) {
     let rounds = info.rounds;
-    let past = layout.comm_split_round(rank, kind, rounds);
+    let past = layout.split_in_round(rank, kind, rounds);
     if !in_range(layout, rank) {
         if rounds <= MAX_ROUNDS {
             assert_out_of_range(
@@ -675,7 +664,7 @@ fn check_rank_kind(layout: &Layout, rank: u32, kind: Kind, info: &KindInfo) {
                 layout.memberships(rank, kind).map(|ms| splits(&ms)),
             );
         }
-        assert_out_of_range(layout, rank, layout.comm_split_round(rank, kind, 0));
+        assert_out_of_range(layout, rank, layout.split_in_round(rank, kind, 0));
         assert!(past.is_err(), "{kind}");
         return;
     }
@@ -683,7 +672,7 @@ fn check_rank_kind(layout: &Layout, rank: u32, kind: Kind, info: &KindInfo) {
         matches!(past, Err(Error::RoundOutOfRange { round, rounds: n, .. }) if round == rounds && n == rounds),
         "{kind} round {rounds}: {past:?}"
     );
-    let single = layout.comm_split(rank, kind);
+    let single = layout.split(rank, kind);
     let one = layout.group_of(rank, kind);
     if rounds > 1 {
         assert!(
@@ -699,7 +688,7 @@ fn check_rank_kind(layout: &Layout, rank: u32, kind: Kind, info: &KindInfo) {
     if rounds > MAX_ROUNDS {
         // Sampled rounds only.
         for round in [0, rounds / 2, rounds - 1] {
-            let s = ok(layout.comm_split_round(rank, kind, round), || {
+            let s = ok(layout.split_in_round(rank, kind, round), || {
                 format!("{kind}")
             });
             if let Some(s) = s {
@@ -712,7 +701,7 @@ fn check_rank_kind(layout: &Layout, rank: u32, kind: Kind, info: &KindInfo) {
     let ms = ok(layout.memberships(rank, kind), || format!("{kind} {rank}"));
     assert!(ms.len() <= rounds as usize, "{kind}: {:?}", splits(&ms));
     assert!(
-        ms.windows(2).all(|w| w[0].index < w[1].index),
+        ms.windows(2).all(|w| w[0].color < w[1].color),
         "{kind}: memberships of {rank} not ascending: {:?}",
         splits(&ms)
     );
@@ -721,7 +710,7 @@ fn check_rank_kind(layout: &Layout, rank: u32, kind: Kind, info: &KindInfo) {
     }
     let mut by_round: Vec<Split> = (0..rounds)
         .filter_map(|round| {
-            ok(layout.comm_split_round(rank, kind, round), || {
+            ok(layout.split_in_round(rank, kind, round), || {
                 format!("{kind}")
             })
         })
@@ -738,21 +727,21 @@ fn check_rank_kind(layout: &Layout, rank: u32, kind: Kind, info: &KindInfo) {
         let one = ok(one, || format!("{kind}"));
         assert_eq!(one.as_ref().map(Membership::split), listed.first().copied());
         if let (Some(a), Some(b)) = (&one, ms.first()) {
-            assert!(same_group(&a.group, &b.group), "{kind}: {}", a.index);
+            assert!(same_group(&a.group, &b.group), "{kind}: {}", a.color);
         }
     }
 }
 
 fn check_membership(layout: &Layout, kind: Kind, rank: u32, m: &Membership, info: &KindInfo) {
-    assert!(m.index < info.count, "{kind}: {}", m.split());
+    assert!(m.color < info.count, "{kind}: {}", m.split());
     assert_eq!(
         m.group.get(m.key as usize),
         Some(rank),
         "{kind}: {}",
         m.split()
     );
-    let g = group(layout, kind, m.index);
-    assert!(same_group(&m.group, &g), "{kind} group {}", m.index);
+    let g = group(layout, kind, m.color);
+    assert!(same_group(&m.group, &g), "{kind} group {}", m.color);
 }
 
 /// Memberships as (index, key) pairs, for messages (a group's `Debug`
@@ -855,7 +844,7 @@ fn check_rank(layout: &Layout, rank: u32, infos: &[(Kind, KindInfo)], input: &mu
             Some((step.kind, step.round, step.rounds)),
             "splits of {rank}"
         );
-        let s = ok(layout.comm_split_round(rank, step.kind, step.round), || {
+        let s = ok(layout.split_in_round(rank, step.kind, step.round), || {
             format!("{step:?}")
         });
         assert_eq!(step.split, s, "rank {rank} {step:?}");
@@ -875,7 +864,7 @@ fn check_rank(layout: &Layout, rank: u32, infos: &[(Kind, KindInfo)], input: &mu
                     assert!(!seen.contains(&step.kind), "{chosen:?}: {step:?}");
                     seen.push(step.kind);
                 }
-                let s = ok(layout.comm_split_round(rank, step.kind, step.round), || {
+                let s = ok(layout.split_in_round(rank, step.kind, step.round), || {
                     format!("{step:?}")
                 });
                 assert_eq!(step.split, s, "rank {rank} {step:?}");
@@ -995,14 +984,8 @@ fn check_layout(layout: &Layout, input: &mut Input) {
             assert_eq!(sizes.world(), world, "{layout:?}");
         }
     }
-    assert_eq!(
-        layout.dist_opt_instances(),
-        config.dist_opt_instances.unwrap_or(1)
-    );
-    assert_eq!(
-        layout.hierarchical_cp(),
-        config.hierarchical_cp.as_deref().unwrap_or_default()
-    );
+    assert_eq!(layout.dist_opt_instances(), config.dist_opt_instances);
+    assert_eq!(layout.hierarchical_cp(), config.hierarchical_cp.as_slice());
     let kinds = layout.kinds();
     for (i, k) in kinds.iter().enumerate() {
         assert!(!kinds[..i].contains(k), "{k} twice in {kinds:?}");
@@ -1055,13 +1038,16 @@ fn check_layout(layout: &Layout, input: &mut Input) {
         // Large worlds: spread from the strides only where it is not a
         // listing (grid kinds of one grid), with bounded groups.
         for (kind, info) in all {
-            let grid = matches!(kind, Kind::Axes(_) | Kind::ModEp(_)) && !layout.has_encoder();
+            let grid = (kind.axis_set().is_some() || kind.to_string().ends_with("-mod-ep"))
+                && !layout.has_encoder();
             let len = group(layout, *kind, 0).len();
             if grid && info.count <= 4096 && len <= MAX_LEN && t.gpus_per_node() <= 4096 {
                 let s = ok(layout.spread(*kind, &t), || format!("spread {kind}"));
                 assert_eq!(s.groups, info.count, "{kind}");
-                assert_eq!(s.size as usize, len, "{kind}");
-                assert!(s.cross_node_groups <= s.groups && s.max_nodes_per_group <= s.size);
+                assert_eq!(s.size, len, "{kind}");
+                assert!(
+                    s.cross_node_groups <= s.groups && s.max_nodes_per_group as usize <= s.size
+                );
                 assert!(s.max_nodes_per_group >= 1, "{kind}: {s:?}");
             }
         }
@@ -1116,7 +1102,7 @@ fn check_coords(layout: &Layout, input: &mut Input) {
 /// lists, refuses a short buffer untouched, `table` agrees, reversed
 /// iteration agrees; each rank is in one group (partition kinds) or at most
 /// one per round; and each round's groups, seen from the ranks'
-/// `comm_split_round`, are exactly the groups with keys `0..len`.
+/// `split_in_round`, are exactly the groups with keys `0..len`.
 fn check_kind_whole(layout: &Layout, kind: Kind, info: &KindInfo, input: &mut Input) {
     let first = layout.rank_offset();
     let world = layout.world_size();
@@ -1163,7 +1149,7 @@ fn check_kind_whole(layout: &Layout, kind: Kind, info: &KindInfo, input: &mut In
     let rounds = info.rounds;
     for (i, n) in seen.iter().enumerate() {
         let fine = match kind {
-            Kind::Embd | Kind::PosEmbd => *n <= rounds,
+            Kind::EMBD | Kind::POS_EMBD => *n <= rounds,
             _ if rounds == 1 => *n == 1,
             _ => (1..=rounds).contains(n),
         };
@@ -1181,7 +1167,7 @@ fn check_kind_whole(layout: &Layout, kind: Kind, info: &KindInfo, input: &mut In
     for round in 0..rounds {
         let mut colors: BTreeMap<u32, Vec<(u32, u32)>> = BTreeMap::new();
         for rank in first..=first + (world - 1) {
-            let s = ok(layout.comm_split_round(rank, kind, round), || {
+            let s = ok(layout.split_in_round(rank, kind, round), || {
                 format!("{kind}")
             });
             if let Some(s) = s {
@@ -1265,7 +1251,7 @@ fn check_spread(layout: &Layout, kind: Kind, topology: &Topology) {
     let (crossing, most) = count(topology.gpus_per_node());
     assert_eq!(got.groups as usize, groups.len(), "{kind} {topology:?}");
     let size = groups.iter().map(Vec::len).max().unwrap_or(0);
-    assert_eq!(got.size as usize, size, "{kind} {topology:?}");
+    assert_eq!(got.size, size, "{kind} {topology:?}");
     assert_eq!(
         (got.cross_node_groups, got.max_nodes_per_group),
         (crossing, most),
@@ -1277,4 +1263,148 @@ fn check_spread(layout: &Layout, kind: Kind, topology: &Topology) {
         (domains.map(|d| d.0), domains.map(|d| d.1)),
         "domains of {kind} on {topology:?} in {layout:?}"
     );
+}
+
+/// Megatron-LM command-line parser (`MegatronArgs::parse_command_line`,
+/// the CLI's `--megatron-args`): the bytes as text (lossy UTF-8).
+///
+/// It never panics; an error is `InvalidArgument` naming a flag or the
+/// line. An accepted line's arguments are all in the table, written back
+/// as a command line they parse to the same arguments, and their
+/// configuration builds a layout or a typed error.
+pub fn megatron_args(data: &[u8]) {
+    use rank_layout::megatron::{MEGATRON_ARGS, MegatronArgs, MegatronValue};
+    let text = String::from_utf8_lossy(data);
+    let args = match MegatronArgs::parse_command_line(&text) {
+        Ok(args) => args,
+        Err(e) => {
+            assert!(
+                matches!(e, Error::InvalidArgument { .. }),
+                "{text:?}: {e:?}"
+            );
+            assert!(!e.to_string().is_empty());
+            return;
+        }
+    };
+    let mut line = String::from("pretrain_gpt.py");
+    for (arg, value) in args.given() {
+        assert!(
+            MEGATRON_ARGS.iter().any(|a| a.name == arg.name),
+            "{}",
+            arg.name
+        );
+        line.push(' ');
+        line.push_str(arg.flag);
+        match value {
+            MegatronValue::Int(n) => line.push_str(&format!(" {n}")),
+            MegatronValue::Ints(list) => {
+                for n in list {
+                    line.push_str(&format!(" {n}"));
+                }
+            }
+            MegatronValue::Bool(b) => line.push_str(&format!("={b}")),
+            other => panic!("{text:?}: a parsed value is never {other:?}"),
+        }
+    }
+    let again = MegatronArgs::parse_command_line(&line)
+        .unwrap_or_else(|e| panic!("{text:?} written back as {line:?}: {e}"));
+    assert_eq!(again, args, "{text:?} written back as {line:?}");
+    let config = args.config().unwrap_or_else(|e| panic!("{text:?}: {e}"));
+    match Layout::new(&config) {
+        Ok(layout) => {
+            assert_eq!(layout.config().tp, config.tp);
+        }
+        Err(e) => assert!(!e.to_string().is_empty()),
+    }
+}
+
+/// Mesh specification parsers (`MeshSpec::parse`, `ViewSpec::parse`,
+/// `FlattenSpec::parse`, the CLI's `--mesh`, `--view`, `--flatten`): the
+/// bytes as text, split at newlines into a mesh, views and flattens
+/// (a first `!` line asks for DeviceMesh's order).
+///
+/// Nothing panics; a refusal is a typed error with a message. A mesh that
+/// builds answers every dim set of its own and of its views as the
+/// definition says for a few ranks: each rank is in the group its split
+/// names, at its key, and groups fill what they iterate.
+pub fn mesh_spec(data: &[u8]) {
+    use rank_layout::{Mesh, MeshSpec};
+    let text = String::from_utf8_lossy(data);
+    let mut lines = text.lines();
+    let Some(first) = lines.next() else {
+        return;
+    };
+    let (device, first) = match first.strip_prefix('!') {
+        Some(rest) => (true, rest),
+        None => (false, first),
+    };
+    let parsed = if device {
+        MeshSpec::parse_device_mesh(first)
+    } else {
+        MeshSpec::parse(first)
+    };
+    let mut spec = match parsed {
+        Ok(spec) => spec,
+        Err(e) => {
+            assert!(!e.to_string().is_empty());
+            return;
+        }
+    };
+    for line in lines {
+        // A view names itself before ':', a flatten before '='.
+        let is_view = match (line.find(':'), line.find('=')) {
+            (Some(colon), Some(equals)) => colon < equals,
+            (colon, _) => colon.is_some(),
+        };
+        let next = if is_view {
+            spec.clone().view(line)
+        } else {
+            spec.clone().flatten(line)
+        };
+        match next {
+            Ok(s) => spec = s,
+            Err(e) => assert!(!e.to_string().is_empty()),
+        }
+    }
+    let mesh: Mesh = match spec.build() {
+        Ok(mesh) => mesh,
+        Err(e) => {
+            assert!(!e.to_string().is_empty(), "{text:?}");
+            return;
+        }
+    };
+    let world = mesh.world_size();
+    let mut specs: Vec<String> = mesh.dims().map(|(n, _)| n.to_owned()).collect();
+    for view in mesh.views().map(str::to_owned).collect::<Vec<_>>() {
+        let dims: Vec<String> = ok(mesh.view_dims(&view), || view.clone())
+            .map(|(n, _)| n.to_owned())
+            .collect();
+        specs.push(format!("{view}:{}", dims.join("-")));
+        specs.extend(dims.iter().map(|d| format!("{view}:{d}")));
+    }
+    specs.extend(mesh.flattens().map(|(n, _)| n.to_owned()));
+    let sample = [0, world / 2, world.saturating_sub(1)];
+    for s in &specs {
+        let groups = ok(mesh.groups(s), || s.clone());
+        let len = groups.group_len().unwrap_or(0);
+        assert_eq!(groups.len() * len, world as usize, "{text:?} {s}");
+        for p in sample {
+            let rank = mesh.rank_offset() + p;
+            let split = ok(mesh.split(rank, s), || format!("{s} {rank}"));
+            let group = ok(mesh.groups(s), || s.clone())
+                .nth(split.color as usize)
+                .unwrap();
+            assert_eq!(group.get(split.key as usize), Some(rank), "{text:?} {s}");
+        }
+        if world <= 4096 {
+            let mut buf = vec![0u32; world as usize];
+            ok(ok(mesh.groups(s), || s.clone()).fill(&mut buf), || {
+                s.clone()
+            });
+            let listed: Vec<u32> = ok(mesh.groups(s), || s.clone())
+                .flat_map(|g| g.to_vec())
+                .collect();
+            assert_eq!(buf, listed, "{text:?} {s}");
+        }
+    }
 }

@@ -10,9 +10,10 @@ use crate::error::OrRaise;
 /// `{"color": .., "key": .., "members": [..]}` of one membership.
 pub(crate) fn membership<'py>(py: Python<'py>, m: &Membership) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
-    d.set_item("color", m.index)?;
+    d.set_item("color", m.color)?;
     d.set_item("key", m.key)?;
-    d.set_item("members", m.group.to_vec())?;
+    crate::memory::check_ints(m.group.len() as u64)?;
+    d.set_item("members", m.group.try_to_vec().or_raise()?)?;
     Ok(d)
 }
 
@@ -41,10 +42,17 @@ pub(crate) fn card<'py>(
         let ms = layout.memberships(rank, *kind).or_raise()?;
         groups.set_item(kind.to_string(), memberships(py, &ms)?)?;
     }
+    let stage = layout.stage(rank).or_raise()?;
+    let pipeline = PyDict::new(py);
+    pipeline.set_item("stage", stage.stage)?;
+    pipeline.set_item("stages", stage.stages)?;
+    pipeline.set_item("prev", layout.pipeline_prev(rank).or_raise()?)?;
+    pipeline.set_item("next", layout.pipeline_next(rank).or_raise()?)?;
     let d = PyDict::new(py);
     d.set_item("rank", rank)?;
     d.set_item("part", p.part.name())?;
     d.set_item("coord", coord)?;
+    d.set_item("pipeline", pipeline)?;
     d.set_item("groups", groups)?;
     Ok(d)
 }

@@ -63,9 +63,9 @@ pub(crate) fn from_kwargs(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Config
                     .or_raise()?;
             }
             "etp" => config.etp = Some(size("etp", v)?),
-            "hierarchical_cp" => config.hierarchical_cp = Some(levels(v)?),
+            "hierarchical_cp" => config.hierarchical_cp = levels(v)?,
             "dist_opt_instances" => {
-                config.dist_opt_instances = Some(size("dist_opt_instances", v)?);
+                config.dist_opt_instances = size("dist_opt_instances", v)?;
             }
             _ => return Err(unknown(&key)),
         }

@@ -28,6 +28,9 @@ mod config;
 mod error;
 mod kind;
 mod layout;
+mod megatron;
+mod memory;
+mod mesh;
 mod value;
 
 use pyo3::prelude::*;
@@ -38,5 +41,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("LayoutError", m.py().get_type::<error::LayoutError>())?;
     m.add_class::<layout::PyLayout>()?;
     m.add("CONFIG_KEYS", config::KEYS.to_vec())?;
+    m.add_class::<megatron::PyRankGenerator>()?;
+    m.add_class::<mesh::PyMesh>()?;
+    m.add_function(wrap_pyfunction!(mesh::torchtitan_mesh, m)?)?;
+    m.add_function(wrap_pyfunction!(megatron::megatron_config, m)?)?;
+    m.add("MEGATRON_ARGS", megatron::table(m.py())?)?;
     Ok(())
 }

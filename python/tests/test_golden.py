@@ -1,5 +1,5 @@
 """The golden layouts of tests/golden.rs (Megatron-LM's docstrings and
-tests, SPEC.md's worked examples, the issues' examples), through Python."""
+tests, the semantics' worked examples, the issues' examples), through Python."""
 
 from __future__ import annotations
 

@@ -4,20 +4,22 @@ value semantics, and the docstrings' examples."""
 from __future__ import annotations
 
 import doctest
+import importlib
 import pickle
 from typing import Any
 
 import pytest
 
 import rank_layout
-import rank_layout.torch
+import rank_layout.megatron
 from rank_layout import CONFIG_KEYS, Layout
 
 
 def test_properties() -> None:
-    layout = Layout(tp=2, ep=4, world_size=64)
+    layout = Layout(tp=2, ep=4, world_size=64, expert_layout="nested")
     assert layout.world_size == 64 and layout.rank_offset == 0
     assert layout.shape == "nested" and layout.encoder_world_size == 0
+    assert Layout(tp=2, ep=4, world_size=64).shape == "folded"  # Megatron-Core's default
     assert layout.sizes == {"tp": 2, "cp": 1, "ep": 4, "dp": 32, "pp": 1, "etp": 2, "edp": 8}
     assert layout.encoder_sizes is None
     assert list(layout.config) == CONFIG_KEYS
@@ -45,7 +47,11 @@ def test_repr() -> None:
     assert repr(Layout(tp=2, cp=2, pp=2, world_size=16)) == "Layout(tp=2, cp=2, dp=2, pp=2, world_size=16)"
     assert (
         repr(Layout(cp=4, expert_layout="folded", hierarchical_cp=[2, 2], order="tp-cp-dp-ep-pp"))
-        == "Layout(cp=4, dp=1, world_size=4, order='tp-cp-dp-ep-pp', expert_layout='folded', etp=1, hierarchical_cp=[2, 2])"
+        == "Layout(cp=4, dp=1, world_size=4, order='tp-cp-dp-ep-pp', hierarchical_cp=[2, 2])"
+    )
+    assert (
+        repr(Layout(tp=2, ep=2, world_size=8, expert_layout="nested"))
+        == "Layout(tp=2, ep=2, dp=4, world_size=8, expert_layout='nested')"
     )
 
 
@@ -53,7 +59,9 @@ def test_rank_card() -> None:
     layout = Layout(tp=4, cp=2, encoder_tp=2)
     card = layout.rank(9)
     assert card["rank"] == 9 and card["part"] == "decoder"
-    assert card["coord"] == {"tp": 1, "cp": 1, "ep": 0, "dp": 0, "pp": 0, "etp": 1, "edp": 0}
+    # Folded experts: the decoder's expert grid has edp = 8 / (etp 4 * ep 1) = 2.
+    assert card["coord"] == {"tp": 1, "cp": 1, "ep": 0, "dp": 0, "pp": 0, "etp": 1, "edp": 1}
+    assert card["pipeline"] == {"stage": 1, "stages": 2, "prev": [2], "next": []}
     assert list(card["groups"]) == layout.kinds
     assert card["groups"]["tp"] == [{"color": 3, "key": 1, "members": [8, 9, 10, 11]}]
     assert card["groups"]["pp"] == [{"color": 5, "key": 1, "members": [2, 9]}]
@@ -94,10 +102,25 @@ def docstring_tests() -> list[doctest.DocTest]:
     the native classes, their methods and properties."""
     parser, finder = doctest.DocTestParser(), doctest.DocTestFinder()
     globs = vars(rank_layout)
-    tests = finder.find(rank_layout) + finder.find(rank_layout.torch)
+    tests = finder.find(rank_layout)
+    try:  # rank_layout.torch needs torch
+        torch_module = importlib.import_module("rank_layout.torch")
+    except ImportError:
+        torch_module = None
+    if torch_module is not None:
+        tests += finder.find(torch_module)
     seen = {t.name for t in tests}
-    for owner in (rank_layout._native.Layout, rank_layout._native.LayoutError):
-        for name, obj in [("", owner), *vars(owner).items()]:
+    tests += finder.find(rank_layout.megatron)
+    for owner in (
+        rank_layout._native.Layout,
+        rank_layout._native.LayoutError,
+        rank_layout._native.RankGenerator,
+        rank_layout._native.Mesh,
+        rank_layout._native.torchtitan_mesh,
+        rank_layout._native.megatron_config,
+    ):
+        members = vars(owner).items() if isinstance(owner, type) else []
+        for name, obj in [("", owner), *members]:
             doc = getattr(obj, "__doc__", None)
             qual = f"{owner.__name__}.{name}".rstrip(".")
             if doc and ">>>" in doc and qual not in seen:
@@ -113,7 +136,9 @@ def test_docstring_examples(test: doctest.DocTest) -> None:
 
 
 def test_every_method_has_a_docstring_with_an_example() -> None:
-    for owner in (Layout, rank_layout._native.Layout, rank_layout.LayoutError, rank_layout, rank_layout.torch):
+    owners = [Layout, rank_layout._native.Layout, rank_layout.LayoutError, rank_layout, rank_layout.megatron]
+    owners += [rank_layout._native.RankGenerator, rank_layout._native.megatron_config]
+    for owner in owners:
         assert ">>>" in (owner.__doc__ or ""), owner
     skip = {"is_embedding_rank", "is_position_embedding_rank", "rank_offset", "encoder_world_size",
             "shape", "encoder_sizes"}

@@ -89,13 +89,57 @@ def test_encoder_and_families() -> None:
                                           "2", "2", "--num-distributed-optimizer-instances", "2",
                                           "--world-size", "16"))
     assert "hcp-1" in fam.kinds and "dist-opt-instance" in fam.kinds
-    assert megatron_config({"num_distributed_optimizer_instances": 1}) == {"expert_layout": "folded"}
+    assert megatron_config({"num_distributed_optimizer_instances": 1}) == {}
 
 
 def test_errors_are_layout_errors() -> None:
     with pytest.raises(LayoutError, match=r"world_size \(10\) is not divisible by tp\*cp\*pp = 4"):
         Layout.from_megatron_args({"tensor_model_parallel_size": 4, "world_size": 10})
-    with pytest.raises(LayoutError, match="tp must be an int, got float 2.0"):
+    with pytest.raises(LayoutError, match="tensor_model_parallel_size must be an int, got float 2.0"):
         Layout.from_megatron_args({"tensor_model_parallel_size": 2.0})
     with pytest.raises(LayoutError, match="unknown key"):
         Layout.from_megatron_args({}, tensor_model_parallel_size=2)
+
+
+def test_rank_generator_against_megatron_4ff9e66() -> None:
+    """rank_layout.megatron.RankGenerator against the lists Megatron-LM
+    4ff9e66's own RankGenerator returned (tests/data/megatron), keywords and
+    positional arguments alike."""
+    import json
+
+    from conftest import REPO
+    from rank_layout.megatron import RankGenerator
+
+    data = json.loads((REPO / "tests/data/megatron/rank_generator_4ff9e66.json").read_text())
+    compared = 0
+    for case in data["cases"][:60]:
+        args = case["args"]
+        g = RankGenerator(**args)
+        divides = args["dp"] % args["ep"] == 0
+        for key, want in case["ranks"].items():
+            token, independent = key.split("|")
+            if independent == "true" and not divides:
+                with pytest.raises(LayoutError):
+                    g.get_ranks(token, independent_ep=True)
+                continue
+            assert g.get_ranks(token, independent_ep=independent == "true") == want, (args, key)
+            compared += 1
+        for key in case.get("token_errors", {}):
+            token, independent = key.split("|")
+            with pytest.raises(LayoutError):
+                g.get_ranks(token, independent == "true")
+    assert compared > 1000
+    with pytest.raises(LayoutError, match="cp has size 3 but is missing"):
+        RankGenerator(1, 2, 6, 3, 3, "tp-dp-ep-pp", 8)
+
+
+def test_megatron_table_is_the_crates() -> None:
+    from rank_layout import MEGATRON_ARGS, megatron_config
+
+    assert MEGATRON_ARGS["tensor_model_parallel_size"] == "tp"
+    assert MEGATRON_ARGS["use_tp_pp_dp_mapping"] == "order"
+    assert megatron_config({"use_tp_pp_dp_mapping": True, "encoder_pipeline_model_parallel_size": 1,
+                            "encoder_tensor_model_parallel_size": 0, "tensor_model_parallel_size": 4}) == {
+        "tp": 4, "order": "tp-cp-ep-pp-dp", "encoder_pp": 1}
+    with pytest.raises(LayoutError, match="tensor_model_parallel_size = -1 is not an integer from 1"):
+        megatron_config({"tensor_model_parallel_size": -1})

@@ -1,8 +1,8 @@
 """rank_layout.torch.new_groups on real torch.distributed process groups:
 gloo, several processes on this machine.
 
-torch is imported unconditionally: without it these tests fail, they do not
-skip."""
+Without torch these tests are reported as skipped, with the reason; under
+CI they fail (conftest.require)."""
 
 from __future__ import annotations
 
@@ -16,11 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import torch  # noqa: F401  (a missing torch fails here, loudly)
-import torch.distributed as dist
+from conftest import require
 
-import dist_worker
-from rank_layout import Layout
+torch = require("torch")
+import torch.distributed as dist  # noqa: E402
+
+import dist_worker  # noqa: E402
+from rank_layout import Layout  # noqa: E402
 
 
 def free_port() -> int:

@@ -39,7 +39,7 @@ def test_every_group(vector: dict) -> None:
             assert array.dtype == np.uint32 and array.flags.c_contiguous
             assert array.tolist() == groups, kind
         else:
-            with pytest.raises(LayoutError, match="groups_array needs one"):
+            with pytest.raises(LayoutError, match="an array needs one"):
                 layout.groups_array(kind)
 
 

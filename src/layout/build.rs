@@ -4,7 +4,7 @@ use crate::config::{Config, ExpertLayout};
 use crate::coord::Part;
 use crate::error::{Error, Result};
 use crate::layout::families::{self, Families};
-use crate::layout::folded::folded;
+use crate::layout::folded::{encoder_view, folded};
 use crate::layout::nested::nested;
 use crate::layout::shape::Shape;
 use crate::layout::sizes::Sizes;
@@ -22,14 +22,14 @@ fn check_nonzero(config: &Config) -> Result<()> {
         ("encoder_tp", config.encoder_tp),
         ("encoder_pp", config.encoder_pp),
         ("etp", config.etp),
-        ("dist_opt_instances", config.dist_opt_instances),
+        ("dist_opt_instances", Some(config.dist_opt_instances)),
     ];
     for (what, size) in sizes {
         if size == Some(0) {
             return Err(Error::ZeroSize { what });
         }
     }
-    if config.hierarchical_cp.iter().flatten().any(|s| *s == 0) {
+    if config.hierarchical_cp.contains(&0) {
         return Err(Error::ZeroSize {
             what: "a hierarchical_cp level",
         });
@@ -82,18 +82,11 @@ fn sizes(config: &Config, tp: u32, pp: u32, ep: u32, dp: u32) -> Sizes {
     }
 }
 
-/// The encoder + decoder shape.
+/// The encoder + decoder shape: the encoder grid (its expert view the
+/// encoder grid itself, as Megatron-LM 5a3b6bcf1f builds it: no expert
+/// grid on encoder ranks), then the decoder with nested or folded experts,
+/// checked on its own.
 fn encoder_decoder(config: &Config) -> Result<Shape> {
-    if config.expert_layout == ExpertLayout::Folded {
-        return Err(Error::NotWithEncoder {
-            what: "the folded expert layout",
-        });
-    }
-    if config.hierarchical_cp.is_some() {
-        return Err(Error::NotWithEncoder {
-            what: "hierarchical_cp",
-        });
-    }
     let encoder_tp = config.encoder_tp.unwrap_or(config.tp);
     let encoder_pp = config.encoder_pp.unwrap_or(1);
     let unit = checked_product([encoder_tp, encoder_pp])
@@ -107,12 +100,16 @@ fn encoder_decoder(config: &Config) -> Result<Shape> {
             ),
         })?;
     let dp = resolve_dp(config, unit, "(encoder_tp*encoder_pp + tp*pp)*cp")?;
-    let encoder = nested(
-        sizes(config, encoder_tp, encoder_pp, 1, dp),
-        &config.order,
-        config.rank_offset,
-        Part::Encoder,
-    )?;
+    let encoder_sizes = sizes(config, encoder_tp, encoder_pp, 1, dp);
+    let encoder = match config.expert_layout {
+        ExpertLayout::Nested => nested(
+            encoder_sizes,
+            &config.order,
+            config.rank_offset,
+            Part::Encoder,
+        )?,
+        _ => encoder_view(encoder_sizes, &config.order, config.rank_offset)?,
+    };
     let encoder_world = encoder.attention.world();
     let decoder_offset = config
         .rank_offset
@@ -123,12 +120,13 @@ fn encoder_decoder(config: &Config) -> Result<Shape> {
                 config.rank_offset
             ),
         })?;
-    let decoder = nested(
-        sizes(config, config.tp, config.pp, config.ep, dp),
-        &config.order,
-        decoder_offset,
-        Part::Decoder,
-    )?;
+    let decoder_sizes = sizes(config, config.tp, config.pp, config.ep, dp);
+    let decoder = match config.expert_layout {
+        ExpertLayout::Nested => {
+            nested(decoder_sizes, &config.order, decoder_offset, Part::Decoder)?
+        }
+        _ => folded(decoder_sizes, &config.order, decoder_offset)?,
+    };
     encoder_world
         .checked_add(decoder.attention.world())
         .ok_or_else(|| Error::Overflow {
@@ -152,8 +150,8 @@ fn single_grid(config: &Config) -> Result<Shape> {
     let dp = resolve_dp(config, unit, "tp*cp*pp")?;
     let sizes = sizes(config, config.tp, config.pp, config.ep, dp);
     let dense = match config.expert_layout {
-        ExpertLayout::Folded => folded(sizes, &config.order, config.rank_offset)?,
         ExpertLayout::Nested => nested(sizes, &config.order, config.rank_offset, Part::Decoder)?,
+        _ => folded(sizes, &config.order, config.rank_offset)?,
     };
     Ok(Shape::Single(dense))
 }
@@ -168,7 +166,7 @@ pub(crate) fn build(config: &Config) -> Result<(Shape, Families)> {
     if config.etp.is_some() && !folded {
         return Err(Error::NeedsFolded { what: "etp" });
     }
-    if config.dist_opt_instances.is_some_and(|n| n > 1) && !folded {
+    if config.dist_opt_instances > 1 && !folded {
         return Err(Error::NeedsFolded {
             what: "dist_opt_instances",
         });
@@ -179,10 +177,14 @@ pub(crate) fn build(config: &Config) -> Result<(Shape, Families)> {
         single_grid(config)?
     };
     let main = shape.main();
-    let hierarchical_cp = config.hierarchical_cp.clone().unwrap_or_default();
+    let hierarchical_cp = config.hierarchical_cp.clone();
     families::check_hierarchical_cp(&hierarchical_cp, main.sizes.cp)?;
-    let dist_opt_instances = config.dist_opt_instances.unwrap_or(1);
-    families::check_dist_opt(dist_opt_instances, main)?;
+    let dist_opt_instances = config.dist_opt_instances;
+    match shape.encoder() {
+        // Megatron-LM 5a3b6bcf1f's one check: slices of the dp-cp groups.
+        Some(_) => families::check_dist_opt_slices(dist_opt_instances, main)?,
+        None => families::check_dist_opt(dist_opt_instances, main)?,
+    }
     Ok((
         shape,
         Families {

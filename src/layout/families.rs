@@ -15,7 +15,7 @@
 
 use crate::axis::{Axis, AxisSet};
 use crate::error::{DistOptProblem, Error, Result};
-use crate::kind::Kind;
+use crate::kind::{Kind, Repr};
 use crate::layout::shape::Dense;
 use crate::math::saturating_product;
 use crate::plan::boxes::Boxes;
@@ -220,20 +220,49 @@ pub(crate) fn check_dist_opt(instances: u32, dense: &Dense) -> Result<()> {
     })
 }
 
+/// Checks distributed-optimizer instances as Megatron-LM 5a3b6bcf1f does
+/// for an encoder + decoder layout: `N` divides `dp * cp` (the intra and
+/// inter groups are then the contiguous and the strided slices of each
+/// dp-cp group, which never join tensor or pipeline shards).
+///
+/// # Errors
+/// [`Error::DistOptSlicesNotDivisible`].
+pub(crate) fn check_dist_opt_slices(instances: u32, dense: &Dense) -> Result<()> {
+    let dp_cp = dense.sizes.dp * dense.sizes.cp;
+    if instances > 1 && dp_cp % instances != 0 {
+        return Err(Error::DistOptSlicesNotDivisible { instances, dp_cp });
+    }
+    Ok(())
+}
+
+/// The plan of a distributed-optimizer kind of an encoder + decoder layout
+/// in one of its grids, as Megatron-LM 5a3b6bcf1f builds it: `dp-cp-intra`
+/// cuts each dp-cp group into `N` contiguous slices, `dp-cp-inter` takes
+/// its strided slices `g[a::len(g)/N]`; `None` for another kind.
+pub(crate) fn dist_opt_slices(kind: Kind, instances: u32, dense: &Dense) -> Option<Plan> {
+    let dp_cp = masked(dense, View::Attention, &[Axis::Dp, Axis::Cp])?;
+    let span = dp_cp.size() / instances.max(1);
+    Some(match kind.repr() {
+        Repr::DpCpIntra => refined(dp_cp, 1, span),
+        Repr::DpCpInter => refined(dp_cp, span, instances),
+        _ => return None,
+    })
+}
+
 /// The plan of a distributed-optimizer kind over a folded `dense` grid
 /// (checked by [`check_dist_opt`]); `None` for another kind.
 pub(crate) fn dist_opt(kind: Kind, instances: u32, dense: &Dense) -> Option<Plan> {
     let per_instance = dense.sizes.edp / instances.max(1);
     let edp = || masked(dense, View::Expert, &[Axis::Edp]);
-    Some(match kind {
-        Kind::DpCpIntra => {
+    Some(match kind.repr() {
+        Repr::DpCpIntra => {
             let dp_cp = masked(dense, View::Attention, &[Axis::Dp, Axis::Cp])?;
             let span = dp_cp.size() / instances.max(1);
             refined(dp_cp, 1, span)
         }
-        Kind::EdpIntra => refined(edp()?, 1, per_instance),
-        Kind::DpCpInter => refined(edp()?, per_instance, instances),
-        Kind::DistOptInstance => {
+        Repr::EdpIntra => refined(edp()?, 1, per_instance),
+        Repr::DpCpInter => refined(edp()?, per_instance, instances),
+        Repr::DistOptInstance => {
             let shards = masked(dense, View::Expert, &[Axis::Etp, Axis::Ep, Axis::Pp])?;
             Plan::Boxes(shards.merge(per_instance)?)
         }

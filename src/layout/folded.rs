@@ -114,3 +114,42 @@ pub(crate) fn folded(sizes: Sizes, order: &Order, offset: u32) -> Result<Dense> 
         expert,
     })
 }
+
+/// The encoder grid of an encoder + decoder layout whose decoder has folded
+/// experts: the attention grid (tp, cp, dp, pp), and as its expert view the
+/// same grid with tp named `etp`, dp named `edp` and an `ep` axis of size 1.
+/// There is no expert grid on encoder ranks (Megatron-LM 5a3b6bcf1f): their
+/// `ep` groups are singletons, `etp` and `etp-ep` the encoder's tp groups,
+/// `etp-ep-pp` its tp-pp groups and `edp` its dp groups (without cp).
+///
+/// # Errors
+/// [`Error::MissingAxis`] for an axis of size > 1 left out of the order;
+/// [`Error::Overflow`].
+pub(crate) fn encoder_view(sizes: Sizes, order: &Order, offset: u32) -> Result<Dense> {
+    let sizes = Sizes {
+        ep: 1,
+        etp: sizes.tp,
+        edp: sizes.dp,
+        ..sizes
+    };
+    order.check_written(|a| sizes[a], |a| a)?;
+    let attention: Vec<(Axis, u32)> = order
+        .axes()
+        .into_iter()
+        .filter(|a| *a != Axis::Ep)
+        .map(|a| (a, sizes[a]))
+        .collect();
+    let expert: Vec<(Axis, u32)> = order
+        .axes()
+        .into_iter()
+        .map(|a| (expert_name(a), sizes[a]))
+        .collect();
+    Ok(Dense {
+        part: Part::Encoder,
+        sizes,
+        order: order.clone(),
+        experts: ExpertLayout::Folded,
+        attention: Grid::new(&attention, offset)?,
+        expert: Grid::new(&expert, offset)?,
+    })
+}

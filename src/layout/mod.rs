@@ -15,17 +15,19 @@ mod spread;
 use std::borrow::Cow;
 use std::fmt;
 
-pub use shape::LayoutShape;
+pub use pipeline::Stage;
 pub use sizes::Sizes;
 pub use splits::{SplitRound, Splits};
-pub use spread::Spread;
 
 use crate::axis::Axis;
 use crate::config::Config;
+use crate::config::ExpertLayout;
 use crate::coord::{Coord, ExpertCoord, Part, Placement};
 use crate::error::{Error, Result};
 use crate::group::Group;
 use crate::kind::Kind;
+use crate::layout_shape::LayoutShape;
+use crate::mesh::Mesh;
 use crate::plan::Resolved;
 use crate::plan::groups::Groups;
 use crate::plan::view::{RankView, View};
@@ -33,12 +35,14 @@ use crate::split::Split;
 use families::Families;
 use shape::{Dense, Shape};
 
-/// One membership of a rank: the group, its index among the kind's groups
-/// (the comm-split color) and the rank's position in it (the key).
+/// One membership of a rank: the group, its color (its number among the
+/// kind's groups, the comm-split color) and the rank's key (its position in
+/// the group).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct Membership {
-    /// The group's position in [`Layout::groups`].
-    pub index: u32,
+    /// The group's number: its position in [`Layout::groups`], the comm-split color.
+    pub color: u32,
     /// The rank's position in the group.
     pub key: u32,
     /// The group.
@@ -49,7 +53,7 @@ impl Membership {
     /// The comm-split pair of this membership.
     pub fn split(&self) -> Split {
         Split {
-            color: self.index,
+            color: self.color,
             key: self.key,
         }
     }
@@ -66,15 +70,13 @@ impl Membership {
 /// ```
 /// use rank_layout::{Config, Kind, Layout, Split};
 /// // 16 ranks, tp=2, pp=4, order tp-dp-pp (Megatron-LM's docstring example).
-/// let layout = Layout::new(&Config {
-///     tp: 2, pp: 4, world_size: Some(16), order: "tp-dp-pp".parse()?, ..Config::default()
-/// })?;
+/// let layout = Layout::new(&Config::new().tp(2).pp(4).world_size(16).order("tp-dp-pp".parse()?))?;
 /// assert_eq!(layout.groups(Kind::PP)?.to_vecs()[0], vec![0, 4, 8, 12]);
-/// assert_eq!(layout.comm_split(13, Kind::PP)?, Some(Split { color: 1, key: 3 }));
+/// assert_eq!(layout.split(13, Kind::PP)?, Some(Split { color: 1, key: 3 }));
 /// assert_eq!(layout.pipeline_next(8)?, vec![12]);
 /// assert!(layout.placement(16).is_err());
 /// // 10 ranks cannot hold tp*pp = 8 per replica:
-/// assert!(Layout::new(&Config { tp: 2, pp: 4, world_size: Some(10), ..Config::default() }).is_err());
+/// assert!(Layout::new(&Config::new().tp(2).pp(4).world_size(Some(10))).is_err());
 /// # Ok::<(), rank_layout::Error>(())
 /// ```
 #[derive(Clone)]
@@ -123,7 +125,7 @@ impl Layout {
     /// - [`Error::ExpertWorldNotDivisible`], [`Error::FoldedDpMismatch`],
     ///   [`Error::FoldedPpMismatch`] (folded experts);
     /// - [`Error::HierarchicalCpProduct`], [`Error::DistOptNotDivisible`],
-    ///   [`Error::DistOptInconsistent`], [`Error::NeedsFolded`], [`Error::NotWithEncoder`];
+    ///   [`Error::DistOptInconsistent`], [`Error::DistOptSlicesNotDivisible`], [`Error::NeedsFolded`];
     /// - [`Error::Overflow`] when a size product or the last rank exceeds `u32`.
     pub fn new(config: &Config) -> Result<Layout> {
         let (shape, families) = build::build(config)?;
@@ -236,11 +238,11 @@ impl Layout {
     /// ```
     /// use rank_layout::{Config, Kind, Layout};
     /// // [tp, dp, pp] = [2, 3, 4], order tp-dp-pp (Megatron-LM's docstring).
-    /// let layout = Layout::new(&Config { tp: 2, dp: Some(3), pp: 4, order: "tp-dp-pp".parse()?, ..Config::default() })?;
+    /// let layout = Layout::new(&Config::new().tp(2).dp(Some(3)).pp(4).order("tp-dp-pp".parse()?))?;
     /// let dp = layout.groups(Kind::DP)?;
     /// assert_eq!(dp.len(), 8);
     /// assert_eq!(dp.last().unwrap().to_vec(), vec![19, 21, 23]);
-    /// assert!(layout.groups(Kind::ETP).is_err()); // a folded-layout kind
+    /// assert!(layout.groups(Kind::DP_MOD_EP).is_err()); // a nested-layout kind
     /// # Ok::<(), rank_layout::Error>(())
     /// ```
     pub fn groups(&self, kind: Kind) -> Result<Groups<'_>> {
@@ -270,11 +272,11 @@ impl Layout {
         Error::RankOutOfRange {
             rank,
             first: self.rank_offset(),
-            end: self.rank_end(),
+            last: self.rank_end() - 1,
         }
     }
 
-    /// Every group of `kind` that holds `rank`, by ascending index: one for a
+    /// Every group of `kind` that holds `rank`, by ascending color: one for a
     /// partition kind, none where the rank is in no group (`embd`,
     /// `pos-embd`), several where groups overlap (encoder + decoder fan-out
     /// and fan-in).
@@ -286,7 +288,7 @@ impl Layout {
     /// ```
     /// use rank_layout::{Config, Kind, Layout};
     /// // tp=4 decoder, encoder tp=2, cp=2: encoder rank 0 feeds decoder ranks 4 and 5.
-    /// let layout = Layout::new(&Config { tp: 4, cp: 2, encoder_tp: Some(2), ..Config::default() })?;
+    /// let layout = Layout::new(&Config::new().tp(4).cp(2).encoder_tp(Some(2)))?;
     /// let pp: Vec<Vec<u32>> = layout.memberships(0, Kind::PP)?.iter().map(|m| m.group.to_vec()).collect();
     /// assert_eq!(pp, vec![vec![0, 4], vec![0, 5]]);
     /// assert!(layout.memberships(12, Kind::PP).is_err());
@@ -300,7 +302,7 @@ impl Layout {
         Ok(splits
             .into_iter()
             .map(|s| Membership {
-                index: s.color,
+                color: s.color,
                 key: s.key,
                 group: plan.plan.group(s.color),
             })
@@ -337,9 +339,9 @@ impl Layout {
     /// # Example
     /// ```
     /// use rank_layout::{Config, Kind, Layout};
-    /// let layout = Layout::new(&Config { tp: 4, cp: 2, world_size: Some(8), ..Config::default() })?;
+    /// let layout = Layout::new(&Config::new().tp(4).cp(2).world_size(Some(8)))?;
     /// let cp = layout.group_of(6, Kind::CP)?.unwrap();
-    /// assert_eq!((cp.index, cp.key, cp.group.to_vec()), (2, 1, vec![2, 6]));
+    /// assert_eq!((cp.color, cp.key, cp.group.to_vec()), (2, 1, vec![2, 6]));
     /// assert!(layout.group_of(8, Kind::CP).is_err());
     /// # Ok::<(), rank_layout::Error>(())
     /// ```
@@ -351,16 +353,16 @@ impl Layout {
     }
 
     /// The comm-split color and key of `rank` for a kind whose groups do not
-    /// overlap: the group index and the rank's position; `None` when the
+    /// overlap: the group's number and the rank's position; `None` when the
     /// rank is in no group (pass MPI's undefined color).
     ///
     /// # Errors
     /// [`Error::OverlappingKind`] when the kind's groups overlap (use
-    /// [`comm_split_round`](Self::comm_split_round) or [`splits`](Self::splits));
+    /// [`split_in_round`](Self::split_in_round) or [`splits`](Self::splits));
     /// [`Error::RankOutOfRange`]; [`Error::KindNotInLayout`].
-    pub fn comm_split(&self, rank: u32, kind: Kind) -> Result<Option<Split>> {
+    pub fn split(&self, rank: u32, kind: Kind) -> Result<Option<Split>> {
         let plan = self.plan(kind)?;
-        self.single(kind, &plan, "comm_split_round or splits", || {
+        self.single(kind, &plan, "split_in_round or splits", || {
             Ok(plan.locate(&self.view(rank)?, 0))
         })
     }
@@ -371,7 +373,7 @@ impl Layout {
     ///
     /// # Errors
     /// [`Error::KindNotInLayout`].
-    pub fn comm_split_rounds(&self, kind: Kind) -> Result<u32> {
+    pub fn split_rounds(&self, kind: Kind) -> Result<u32> {
         Ok(self.plan(kind)?.rounds())
     }
 
@@ -385,18 +387,18 @@ impl Layout {
     /// # Example
     /// ```
     /// use rank_layout::{Config, Kind, Layout, Split};
-    /// let layout = Layout::new(&Config { tp: 4, cp: 2, encoder_tp: Some(2), ..Config::default() })?;
-    /// assert_eq!(layout.comm_split_rounds(Kind::PP)?, 2);
+    /// let layout = Layout::new(&Config::new().tp(4).cp(2).encoder_tp(Some(2)))?;
+    /// assert_eq!(layout.split_rounds(Kind::PP)?, 2);
     /// // Encoder rank 0 is in joined pipeline 0 ([0, 4]) then 1 ([0, 5]).
-    /// assert_eq!(layout.comm_split_round(0, Kind::PP, 0)?, Some(Split { color: 0, key: 0 }));
-    /// assert_eq!(layout.comm_split_round(0, Kind::PP, 1)?, Some(Split { color: 1, key: 0 }));
+    /// assert_eq!(layout.split_in_round(0, Kind::PP, 0)?, Some(Split { color: 0, key: 0 }));
+    /// assert_eq!(layout.split_in_round(0, Kind::PP, 1)?, Some(Split { color: 1, key: 0 }));
     /// // Decoder rank 5 only in round 1, as the second member of [0, 5].
-    /// assert_eq!(layout.comm_split_round(5, Kind::PP, 0)?, None);
-    /// assert_eq!(layout.comm_split_round(5, Kind::PP, 1)?, Some(Split { color: 1, key: 1 }));
-    /// assert!(layout.comm_split_round(5, Kind::PP, 2).is_err());
+    /// assert_eq!(layout.split_in_round(5, Kind::PP, 0)?, None);
+    /// assert_eq!(layout.split_in_round(5, Kind::PP, 1)?, Some(Split { color: 1, key: 1 }));
+    /// assert!(layout.split_in_round(5, Kind::PP, 2).is_err());
     /// # Ok::<(), rank_layout::Error>(())
     /// ```
-    pub fn comm_split_round(&self, rank: u32, kind: Kind, round: u32) -> Result<Option<Split>> {
+    pub fn split_in_round(&self, rank: u32, kind: Kind, round: u32) -> Result<Option<Split>> {
         let plan = self.plan(kind)?;
         let rounds = plan.rounds();
         if round >= rounds {
@@ -420,7 +422,7 @@ impl Layout {
     /// # Example
     /// ```
     /// use rank_layout::{Config, Kind, Layout, Split};
-    /// let layout = Layout::new(&Config { tp: 4, cp: 2, encoder_tp: Some(2), ..Config::default() })?;
+    /// let layout = Layout::new(&Config::new().tp(4).cp(2).encoder_tp(Some(2)))?;
     /// let pp: Vec<_> = layout.splits(0)?.filter(|s| s.kind == Kind::PP).map(|s| s.split).collect();
     /// assert_eq!(pp, vec![Some(Split { color: 0, key: 0 }), Some(Split { color: 1, key: 0 })]);
     /// assert_eq!(layout.splits(5)?.count(), 16 + 2); // pp and embd in 2 rounds
@@ -481,7 +483,7 @@ impl Layout {
     /// # Example
     /// ```
     /// use rank_layout::{Config, Coord, Layout, Part};
-    /// let layout = Layout::new(&Config { tp: 4, cp: 2, encoder_tp: Some(2), ..Config::default() })?;
+    /// let layout = Layout::new(&Config::new().tp(4).cp(2).encoder_tp(Some(2)))?;
     /// let p = layout.placement(9)?; // decoder ranks 4..12: tp fastest, then cp
     /// assert_eq!((p.part, p.coord), (Part::Decoder, Coord { tp: 1, cp: 1, dp: 0, pp: 0 }));
     /// assert_eq!(layout.rank(p.part, p.coord)?, 9);
@@ -518,6 +520,50 @@ impl Layout {
                 pp: read(View::Expert, Axis::Pp),
             },
         })
+    }
+
+    /// The layout's grid as a [`Mesh`]: its dims (`tp`, `cp`, `dp`, `pp`
+    /// in the layout's order, size-1 ones kept) and its expert grid as the
+    /// view `expert` (folded: `etp`, `ep`, `edp`, `pp`, sharing `pp`;
+    /// nested: `tp`, `cp`, `ep`, `edp`, `pp`, sharing `tp`, `cp` and `pp`).
+    /// A kind of axes is the mesh's dim set of the same names: `dp-cp` is
+    /// `"dp-cp"`, folded `etp-ep` is `"expert:etp-ep"`, nested `dp-mod-ep`
+    /// is `"expert:edp"`.
+    ///
+    /// ```
+    /// use rank_layout::{Config, Kind, Layout};
+    /// let layout = Layout::new(&Config::new().tp(2).cp(2).ep(2).pp(2).world_size(16))?;
+    /// let mesh = layout.mesh()?;
+    /// assert_eq!(mesh.groups("dp-cp")?.to_vecs(), layout.groups(Kind::DP_CP)?.to_vecs());
+    /// assert_eq!(mesh.groups("expert:ep")?.to_vecs(), layout.groups(Kind::EP)?.to_vecs());
+    /// # Ok::<(), rank_layout::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::NotAMesh`] for an encoder + decoder layout, whose pipelines
+    /// join two grids.
+    pub fn mesh(&self) -> Result<Mesh> {
+        let Shape::Single(d) = &self.shape else {
+            return Err(Error::NotAMesh {
+                layout: self.shape(),
+            });
+        };
+        let named =
+            |grid: &crate::grid::Grid, keep: &dyn Fn(Axis) -> bool| -> Vec<(&'static str, u32)> {
+                grid.axes()
+                    .iter()
+                    .filter(|a| keep(a.axis))
+                    .map(|a| (a.axis.name(), a.digit.size))
+                    .collect()
+            };
+        let base = named(&d.attention, &|_| true);
+        let (expert, shared): (Vec<(&str, u32)>, &[&str]) = match d.experts {
+            ExpertLayout::Nested => (named(&d.expert, &|_| true), &["tp", "cp", "pp"]),
+            _ => (named(&d.expert, &|a| a != Axis::Cp), &["pp"]),
+        };
+        Mesh::new(base)?
+            .with_rank_offset(d.attention.offset())?
+            .view("expert", &expert, shared)
     }
 
     /// The rank at `coord` of grid `part` (the inverse of [`placement`](Self::placement)).

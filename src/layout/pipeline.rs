@@ -4,6 +4,19 @@ use crate::error::Result;
 use crate::kind::Kind;
 use crate::layout::Layout;
 
+/// A rank's place along its pipeline: its stage and the number of stages,
+/// counted over the joined pipeline of an encoder + decoder layout.
+///
+/// Created by [`Layout::stage`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct Stage {
+    /// The rank's stage, from 0.
+    pub stage: u32,
+    /// The number of stages of its pipeline.
+    pub stages: u32,
+}
+
 impl Layout {
     /// Pipeline neighbours of `rank`: the next stage(s) if `forward`, else
     /// the previous, each once, in the order of the rank's pipelines.
@@ -42,6 +55,34 @@ impl Layout {
     /// [`Error::RankOutOfRange`](crate::Error::RankOutOfRange).
     pub fn pipeline_prev(&self, rank: u32) -> Result<Vec<u32>> {
         self.neighbours(rank, false)
+    }
+
+    /// `rank`'s stage in its pipeline, joined across encoder and decoder
+    /// (encoder stages first), and the number of stages of that pipeline.
+    ///
+    /// # Errors
+    /// [`Error::RankOutOfRange`](crate::Error::RankOutOfRange).
+    ///
+    /// ```
+    /// use rank_layout::{Config, Layout};
+    /// // Encoder tp=1 pp=1 before a decoder tp=8 cp=2: rank 17 is a decoder rank.
+    /// let layout = Layout::new(&Config::new().tp(8).cp(2).encoder_tp(1).encoder_pp(1).world_size(72))?;
+    /// let s = layout.stage(17)?;
+    /// assert_eq!((s.stage, s.stages), (1, 2));
+    /// # Ok::<(), rank_layout::Error>(())
+    /// ```
+    pub fn stage(&self, rank: u32) -> Result<Stage> {
+        let first = self.memberships(rank, Kind::PP)?.into_iter().next();
+        Ok(first.map_or(
+            Stage {
+                stage: 0,
+                stages: 1,
+            },
+            |m| Stage {
+                stage: m.key,
+                stages: u32::try_from(m.group.len()).unwrap_or(u32::MAX),
+            },
+        ))
     }
 
     /// Whether `rank` is on the first stage of its (joined) pipeline.

@@ -4,7 +4,7 @@
 use crate::axis::{Axis, AxisSet};
 use crate::config::ExpertLayout;
 use crate::error::{Error, Result};
-use crate::kind::Kind;
+use crate::kind::{Kind, Repr};
 use crate::layout::families::{self, Families, masked};
 use crate::layout::shape::{Dense, Shape};
 use crate::plan::boxes::Boxes;
@@ -28,7 +28,11 @@ pub(crate) fn kinds(shape: &Shape, families: &Families) -> Vec<Kind> {
     // At most 64 levels (checked when the layout was built).
     kinds.extend((0..families.hierarchical_cp.len()).map(|l| Kind::hcp(l as u8)));
     if families.dist_opt_instances > 1 {
-        kinds.extend(Kind::DIST_OPT);
+        match shape.encoder() {
+            // Megatron-LM 5a3b6bcf1f: slices of the dp-cp groups only.
+            Some(_) => kinds.extend([Kind::DP_CP_INTRA, Kind::DP_CP_INTER]),
+            None => kinds.extend(Kind::DIST_OPT),
+        }
     }
     kinds
 }
@@ -45,19 +49,34 @@ pub(crate) fn resolve(shape: &Shape, families: &Families, kind: Kind) -> Result<
         hint,
     };
     let main = shape.main();
-    match kind {
-        Kind::Hcp(level) => {
-            return families::hierarchical_cp(main, &families.hierarchical_cp, level).ok_or(
-                not_here(": set hierarchical_cp with one size per level (hcp-0 is the first)"),
-            );
+    // Encoder first, then the decoder, each from its own grid.
+    let stacked = |of: &dyn Fn(&Dense) -> Option<Plan>| -> Option<Plan> {
+        match shape.encoder() {
+            Some(encoder) => Some(Plan::Stack(Box::new(Pair {
+                first: of(encoder)?,
+                second: of(main)?,
+            }))),
+            None => of(main),
         }
-        Kind::DpCpIntra | Kind::EdpIntra | Kind::DpCpInter | Kind::DistOptInstance => {
+    };
+    match kind.repr() {
+        Repr::Hcp(level) => {
+            return stacked(&|d| families::hierarchical_cp(d, &families.hierarchical_cp, level))
+                .ok_or(not_here(
+                    ": set hierarchical_cp with one size per level (hcp-0 is the first)",
+                ));
+        }
+        Repr::DpCpIntra | Repr::EdpIntra | Repr::DpCpInter | Repr::DistOptInstance => {
             let hint = ": set dist_opt_instances > 1 with the folded expert layout";
-            if families.dist_opt_instances <= 1 || main.experts != ExpertLayout::Folded {
+            let n = families.dist_opt_instances;
+            if n <= 1 || main.experts != ExpertLayout::Folded {
                 return Err(not_here(hint));
             }
-            return families::dist_opt(kind, families.dist_opt_instances, main)
-                .ok_or(not_here(hint));
+            let plan = match shape.encoder() {
+                Some(_) => stacked(&|d| families::dist_opt_slices(kind, n, d)),
+                None => families::dist_opt(kind, n, main),
+            };
+            return plan.ok_or(not_here(hint));
         }
         _ => {}
     }
@@ -101,12 +120,12 @@ pub(crate) fn resolve(shape: &Shape, families: &Families, kind: Kind) -> Result<
 /// The plan of `kind` in one dense grid and its expert view, or `None` when
 /// the grid lacks one of the kind's axes.
 fn dense(d: &Dense, kind: Kind) -> Option<Plan> {
-    let (view, axes) = match kind {
-        Kind::Embd | Kind::PosEmbd => {
+    let (view, axes) = match kind.repr() {
+        Repr::Embd | Repr::PosEmbd => {
             let pipelines = masked(d, View::Attention, &[Axis::Pp])?;
             return Some(Plan::ends(Plan::Boxes(pipelines), kind == Kind::EMBD));
         }
-        Kind::Axes(set) => match d.experts {
+        Repr::Axes(set) => match d.experts {
             ExpertLayout::Nested if set.intersects(AxisSet::of(&[Axis::Ep, Axis::Edp])) => {
                 (View::Expert, dp_to_edp(set))
             }
@@ -117,7 +136,7 @@ fn dense(d: &Dense, kind: Kind) -> Option<Plan> {
             }
             _ => (View::Attention, set),
         },
-        Kind::ModEp(set) if d.experts == ExpertLayout::Nested => (View::Expert, dp_to_edp(set)),
+        Repr::ModEp(set) if d.experts == ExpertLayout::Nested => (View::Expert, dp_to_edp(set)),
         _ => return None,
     };
     let grid = d.grid(view);
@@ -136,12 +155,12 @@ fn dp_to_edp(set: AxisSet) -> AxisSet {
 
 /// What to say when `kind` is not in a grid like `d`.
 fn hint(d: &Dense, kind: Kind) -> &'static str {
-    match (d.experts, kind) {
-        (ExpertLayout::Folded, Kind::ModEp(_)) => ": the *-mod-ep kinds are nested-only, use edp",
+    match (d.experts, kind.repr()) {
+        (ExpertLayout::Folded, Repr::ModEp(_)) => ": the *-mod-ep kinds are nested-only, use edp",
         (ExpertLayout::Folded, _) => {
             ": attention kinds combine tp, cp, dp and pp; expert kinds etp, ep, edp and pp"
         }
-        (ExpertLayout::Nested, Kind::Axes(set)) if set.contains(Axis::Etp) => {
+        (ExpertLayout::Nested, Repr::Axes(set)) if set.contains(Axis::Etp) => {
             ": etp exists in the folded expert layout (expert_layout = folded)"
         }
         _ => "",

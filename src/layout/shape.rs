@@ -1,54 +1,13 @@
 //! The shape of a layout: one dense grid with its expert view, or an
 //! encoder's and a decoder's.
 
-use std::fmt;
-
 use crate::config::ExpertLayout;
 use crate::coord::Part;
 use crate::grid::Grid;
 use crate::layout::sizes::Sizes;
+use crate::layout_shape::LayoutShape;
 use crate::order::Order;
 use crate::plan::view::{GridId, View};
-
-/// Which of the three shapes a layout has.
-///
-/// ```
-/// use rank_layout::{Config, Layout, LayoutShape};
-/// let layout = Layout::new(&Config { tp: 4, encoder_tp: Some(2), ..Config::default() })?;
-/// assert_eq!(layout.shape(), LayoutShape::EncoderDecoder);
-/// assert_eq!(layout.shape().to_string(), "encoder+decoder");
-/// # Ok::<(), rank_layout::Error>(())
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum LayoutShape {
-    /// One grid, expert parallelism carved out of data parallelism
-    /// (Megatron-LM's 2024 `RankGenerator`).
-    Nested,
-    /// One grid with a second, folded, expert grid over the same ranks
-    /// (Megatron-Core's "MoE parallel folding").
-    Folded,
-    /// An encoder grid with its own tp and pp, then a nested decoder grid,
-    /// pipelines joined by coordinates.
-    EncoderDecoder,
-}
-
-impl LayoutShape {
-    /// `"nested"`, `"folded"` or `"encoder+decoder"`.
-    pub const fn name(self) -> &'static str {
-        match self {
-            LayoutShape::Nested => "nested",
-            LayoutShape::Folded => "folded",
-            LayoutShape::EncoderDecoder => "encoder+decoder",
-        }
-    }
-}
-
-impl fmt::Display for LayoutShape {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(self.name())
-    }
-}
 
 /// One dense grid and its expert view over the same ranks.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -13,7 +13,7 @@ use crate::axis::Axis;
 ///
 /// ```
 /// use rank_layout::{Axis, Config, Layout};
-/// let layout = Layout::new(&Config { tp: 2, ep: 4, world_size: Some(64), ..Config::default() })?;
+/// let layout = Layout::new(&Config::new().tp(2).ep(4).world_size(Some(64)))?;
 /// let sizes = layout.sizes();
 /// assert_eq!((sizes.dp, sizes.edp), (32, 8));
 /// assert_eq!(sizes[Axis::Dp], 32);
@@ -21,6 +21,7 @@ use crate::axis::Axis;
 /// # Ok::<(), rank_layout::Error>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct Sizes {
     /// Tensor parallel.
     pub tp: u32,

@@ -14,6 +14,7 @@ use crate::split::Split;
 /// color and key there (`None`: the rank is in no group of this round;
 /// pass MPI's undefined color).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct SplitRound {
     /// The kind.
     pub kind: Kind,

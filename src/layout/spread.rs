@@ -1,172 +1,10 @@
-//! How the groups of a kind fall on nodes and domains.
-
-use std::collections::BTreeMap;
+//! Where a kind's groups fall on nodes and domains.
 
 use crate::error::Result;
 use crate::kind::Kind;
 use crate::layout::Layout;
-use crate::plan::Plan;
-use crate::plan::boxes::Boxes;
-use crate::segment::{Digit, Segment};
+use crate::plan::spread::{Spread, spread};
 use crate::topology::Topology;
-
-/// How the groups of one kind fall on the nodes and domains of a
-/// [`Topology`].
-///
-/// Created by [`Layout::spread`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Spread {
-    /// The number of groups.
-    pub groups: u32,
-    /// Members of the largest group.
-    pub size: u32,
-    /// Groups whose members are on more than one node.
-    pub cross_node_groups: u32,
-    /// The most nodes one group spans.
-    pub max_nodes_per_group: u32,
-    /// Groups whose members are in more than one domain (with domains).
-    pub cross_domain_groups: Option<u32>,
-    /// The most domains one group spans (with domains).
-    pub max_domains_per_group: Option<u32>,
-}
-
-/// Groups crossing a boundary every `unit` ranks, and the most units one spans.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-struct Count {
-    crossing: u64,
-    most: u32,
-}
-
-impl Count {
-    fn add(self, other: Count) -> Count {
-        Count {
-            crossing: self.crossing + other.crossing,
-            most: self.most.max(other.most),
-        }
-    }
-}
-
-/// The number of distinct `rank / unit` among ascending-or-not `ranks`.
-fn units(ranks: &mut [u32], unit: u32) -> u32 {
-    ranks.sort_unstable();
-    let mut n = 0u32;
-    let mut last = None;
-    for r in ranks.iter() {
-        let u = r / unit;
-        if last != Some(u) {
-            n += 1;
-            last = Some(u);
-        }
-    }
-    n
-}
-
-/// The units spanned by the box `first + spread(p, digits)`. Digits whose
-/// stride is a multiple of `unit` move whole units, so when the other
-/// digits keep the box inside one unit the answer is the product of their
-/// sizes (a grid's box has distinct members); otherwise the members are
-/// listed.
-fn box_units(first: u32, digits: &[Digit], unit: u32) -> u32 {
-    let (aligned, small): (Vec<Digit>, Vec<Digit>) =
-        digits.iter().partition(|d| d.stride % unit == 0);
-    let small_size: usize = small.iter().map(|d| d.size as usize).product();
-    let mut members = vec![0u32; small_size];
-    Segment::boxed(first, &small).fill(&mut members);
-    if units(&mut members, unit) == 1 {
-        return aligned.iter().map(|d| d.size).product();
-    }
-    let size: usize = digits.iter().map(|d| d.size as usize).product();
-    let mut members = vec![0u32; size];
-    Segment::boxed(first, digits).fill(&mut members);
-    units(&mut members, unit)
-}
-
-/// From the strides: the units a group spans depend only on its first
-/// member modulo `unit` (the members' offsets from it are the same in every
-/// group), and the first members' residues follow from the group digits
-/// whose stride is not a multiple of `unit` (a small table, built digit by
-/// digit). So each residue class is counted once, with one representative
-/// group, instead of listing every group.
-///
-/// `ends` counts the pipeline ends of the boxes instead of the boxes: the
-/// first member, and the last one too if `Some(true)`.
-fn boxes(b: &Boxes, unit: u32, ends: Option<bool>) -> Count {
-    let steps = b.group_steps();
-    // residue of a first member -> (groups with it, one group index with it)
-    let mut residues: BTreeMap<u32, (u64, u32)> = BTreeMap::new();
-    residues.insert(b.base(0) % unit, (1, 0));
-    let mut weight = 1u32;
-    for d in &steps {
-        let stride = d.stride % unit;
-        if stride == 0 {
-            for v in residues.values_mut() {
-                v.0 *= u64::from(d.size);
-            }
-        } else {
-            let mut next: BTreeMap<u32, (u64, u32)> = BTreeMap::new();
-            for (r, (count, index)) in &residues {
-                for k in 0..d.size {
-                    let residue = ((u64::from(*r) + u64::from(k) * u64::from(stride))
-                        % u64::from(unit)) as u32;
-                    let e = next.entry(residue).or_insert((0, index + k * weight));
-                    e.0 += count;
-                }
-            }
-            residues = next;
-        }
-        weight = weight.wrapping_mul(d.size);
-    }
-    let member_steps = b.member_steps();
-    let mut out = Count::default();
-    for (count, index) in residues.values() {
-        let n = match ends {
-            None => box_units(b.base(*index), &member_steps, unit),
-            Some(last) => {
-                let first = b.base(*index);
-                let end = if last {
-                    first.wrapping_add(b.span())
-                } else {
-                    first
-                };
-                units(&mut [first, end], unit)
-            }
-        };
-        if n > 1 {
-            out.crossing += count;
-        }
-        out.most = out.most.max(n);
-    }
-    out
-}
-
-/// By listing every group.
-fn listed(plan: &Plan, unit: u32) -> Count {
-    let mut out = Count::default();
-    let mut members = Vec::new();
-    for i in 0..plan.count() {
-        let group = plan.group(i);
-        members.resize(group.len(), 0);
-        group.fill_into(&mut members);
-        let n = units(&mut members, unit);
-        if n > 1 {
-            out.crossing += 1;
-        }
-        out.most = out.most.max(n);
-    }
-    out
-}
-
-fn count(plan: &Plan, unit: u32) -> Count {
-    match plan {
-        Plan::Boxes(b) => boxes(b, unit, None),
-        Plan::Ends(e) => match &e.pipelines {
-            Plan::Boxes(b) => boxes(b, unit, Some(e.last)),
-            _ => listed(plan, unit),
-        },
-        Plan::Stack(p) => count(&p.first, unit).add(count(&p.second, unit)),
-        other => listed(other, unit),
-    }
-}
 
 impl Layout {
     /// How the groups of `kind` fall on the nodes (and domains) of
@@ -184,24 +22,12 @@ impl Layout {
     /// ```
     /// use rank_layout::{Config, Kind, Layout, Topology};
     /// // tp=16 on 8-GPU nodes: every tp group spans 2 nodes.
-    /// let layout = Layout::new(&Config { tp: 16, world_size: Some(64), ..Config::default() })?;
+    /// let layout = Layout::new(&Config::new().tp(16).world_size(Some(64)))?;
     /// let tp = layout.spread(Kind::TP, &Topology::new(8, None)?)?;
     /// assert_eq!((tp.groups, tp.cross_node_groups, tp.max_nodes_per_group), (4, 4, 2));
     /// # Ok::<(), rank_layout::Error>(())
     /// ```
     pub fn spread(&self, kind: Kind, topology: &Topology) -> Result<Spread> {
-        let resolved = self.plan(kind)?;
-        let plan = &resolved.plan;
-        let to_u32 = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
-        let nodes = count(plan, topology.gpus_per_node());
-        let domains = topology.gpus_per_domain().map(|g| count(plan, g));
-        Ok(Spread {
-            groups: plan.count(),
-            size: plan.runs().iter().map(|r| r.len).max().unwrap_or(0),
-            cross_node_groups: to_u32(nodes.crossing),
-            max_nodes_per_group: nodes.most,
-            cross_domain_groups: domains.map(|d| to_u32(d.crossing)),
-            max_domains_per_group: domains.map(|d| d.most),
-        })
+        Ok(spread(&self.plan(kind)?.plan, topology))
     }
 }

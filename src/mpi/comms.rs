@@ -1,4 +1,4 @@
-//! A process's communicators, built by [`Layout::split_all`].
+//! A process's communicators, built by [`Layout::communicators`].
 
 use std::fmt;
 
@@ -16,11 +16,12 @@ use crate::layout::Layout;
 /// The communicator of one group this process is in.
 ///
 /// Its rank in `comm` is `key`, its position in the group (`MPI_Comm_split`
-/// orders by key); `index` is the group's position among the kind's groups
+/// orders by key); `color` is the group's number among the kind's groups
 /// (the split's color).
+#[non_exhaustive]
 pub struct GroupComm {
-    /// The group's index among the kind's groups (the color).
-    pub index: u32,
+    /// The group's number among the kind's groups (the color).
+    pub color: u32,
     /// This process's position in the group (the key, and its rank in `comm`).
     pub key: u32,
     /// The split round the communicator was built in (0 unless the kind's
@@ -54,7 +55,7 @@ impl GroupComm {
 impl fmt::Debug for GroupComm {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("GroupComm")
-            .field("index", &self.index)
+            .field("color", &self.color)
             .field("key", &self.key)
             .field("round", &self.round)
             .field("group", &self.group)
@@ -65,6 +66,7 @@ impl fmt::Debug for GroupComm {
 
 /// Another process to talk to: a communicator and its rank there.
 #[derive(Clone, Copy)]
+#[non_exhaustive]
 pub struct Peer<'a> {
     /// The communicator to send or receive on.
     pub comm: &'a SimpleCommunicator,
@@ -84,7 +86,7 @@ impl fmt::Debug for Peer<'_> {
 }
 
 /// Every communicator of one process, by kind, built by
-/// [`Layout::split_all`] or [`Layout::split_kinds`].
+/// [`Layout::communicators`] or [`Layout::communicators_of`].
 ///
 /// A process outside the layout (its rank below `rank_offset` or at or past
 /// `rank_offset + world_size`) took part in every split with MPI's
@@ -115,15 +117,6 @@ impl Communicators {
         Communicators { rank, kinds }
     }
 
-    /// Removes and returns the communicators of `kind`.
-    pub(crate) fn take(&mut self, kind: Kind) -> Vec<GroupComm> {
-        self.kinds
-            .iter_mut()
-            .find(|(k, _)| *k == kind)
-            .map(|(_, comms)| std::mem::take(comms))
-            .unwrap_or_default()
-    }
-
     /// This process's rank in the layout, or `None` when it is outside it.
     pub fn rank(&self) -> Option<u32> {
         self.rank
@@ -141,7 +134,7 @@ impl Communicators {
             .flat_map(|(k, comms)| comms.iter().map(move |c| (*k, c)))
     }
 
-    /// This process's communicators of `kind`, by ascending group index:
+    /// This process's communicators of `kind`, by ascending color:
     /// none, one, or (where groups overlap) several.
     ///
     /// # Errors
@@ -199,7 +192,7 @@ impl Communicators {
     /// this process and the next stage's rank in it. One peer inside a
     /// pipeline, one per decoder rank fed at the encoder/decoder boundary
     /// (fan-out), none at the last stage. Where pipelines overlap past the
-    /// boundary, each neighbour is listed once, on the first (lowest index)
+    /// boundary, each neighbour is listed once, on the first (lowest color)
     /// pipeline holding both; the ranks are those of
     /// [`Layout::pipeline_next`].
     ///

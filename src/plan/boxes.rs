@@ -189,6 +189,36 @@ impl Boxes {
             .unwrap_or_else(|| unreachable!("five axes fit the eight digits of a box"))
     }
 
+    /// The groups of a mesh over the digits `(digit, selected)`, first
+    /// fastest: the selected digits are the members (in digit order), the
+    /// others number the groups (in digit order); size-1 digits are left
+    /// out. `grid` only names the plan: a mesh locates ranks itself, never
+    /// through [`locate`](Self::locate). `None` past eight digits of size > 1.
+    pub fn of_digits(grid: GridId, offset: u32, digits: &[(Digit, bool)]) -> Option<Boxes> {
+        let (mut members, mut groups) = (Terms::new(), Terms::new());
+        for (i, (digit, selected)) in digits.iter().enumerate() {
+            if digit.size == 1 {
+                continue;
+            }
+            let term = Term {
+                digit: *digit,
+                axis: i,
+                below: Div::new(1),
+                size: Div::new(digit.size),
+                whole: true,
+            };
+            if *selected {
+                members.try_push(term).ok()?;
+            } else {
+                groups.try_push(term).ok()?;
+            }
+        }
+        if members.len() + groups.len() > MAX_DIGITS {
+            return None;
+        }
+        Boxes::new(grid, offset, members, groups)
+    }
+
     /// Each group's members at positions `p = a + b*unit + c*unit*span`
     /// refined into groups that fix `(a, c)` and run over `b`, listed per
     /// group with `c` slower than `a`. `None` when `unit` or `unit * span`

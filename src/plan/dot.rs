@@ -106,7 +106,7 @@ impl Dot {
                 put(&p.first, 0, 0, None)?;
                 put(&p.second, 0, p.first.size(), None)?;
             }
-            Plan::Slices(_) | Plan::Joined(_) => return None,
+            Plan::Slices(_) | Plan::Joined(_) | Plan::Mapped(_) => return None,
         }
         Some(dot)
     }

@@ -4,7 +4,7 @@ use std::borrow::Cow;
 use std::iter::FusedIterator;
 
 use crate::error::{Error, Result};
-use crate::group::Group;
+use crate::group::{Group, try_zeroed};
 use crate::plan::Plan;
 use crate::plan::table::GroupTable;
 
@@ -35,7 +35,7 @@ impl<'a> Groups<'a> {
     ///
     /// ```
     /// use rank_layout::{Config, Kind, Layout};
-    /// let layout = Layout::new(&Config { tp: 4, world_size: Some(64), ..Config::default() })?;
+    /// let layout = Layout::new(&Config::new().tp(4).world_size(Some(64)))?;
     /// assert_eq!(layout.groups(Kind::TP)?.member_count(), 64);
     /// assert_eq!(layout.groups(Kind::EMBD)?.member_count(), 64); // pp = 1: [only] per pipeline
     /// # Ok::<(), rank_layout::Error>(())
@@ -50,19 +50,19 @@ impl<'a> Groups<'a> {
     ///
     /// ```
     /// use rank_layout::{Config, Kind, Layout};
-    /// let layout = Layout::new(&Config { tp: 2, dp: Some(2), encoder_tp: Some(1), ..Config::default() })?;
+    /// let layout = Layout::new(&Config::new().tp(2).dp(Some(2)).encoder_tp(Some(1)))?;
     /// assert_eq!(layout.groups(Kind::DP)?.group_len(), Some(2));
     /// assert_eq!(layout.groups(Kind::TP)?.group_len(), None); // [0], [1], [2, 3], [4, 5]
     /// # Ok::<(), rank_layout::Error>(())
     /// ```
-    pub fn group_len(&self) -> Option<u32> {
+    pub fn group_len(&self) -> Option<usize> {
         let mut lens = self
             .plan
             .runs_in(self.next..self.end)
             .into_iter()
             .map(|r| r.len);
         let first = lens.next().unwrap_or(0);
-        lens.all(|l| l == first).then_some(first)
+        lens.all(|l| l == first).then_some(first as usize)
     }
 
     /// Writes every member of the remaining groups, group after group in
@@ -81,7 +81,7 @@ impl<'a> Groups<'a> {
     /// ```
     /// use rank_layout::{Config, Kind, Layout};
     /// // Megatron's docstring: [tp, dp, pp] = [2, 3, 4], kind dp.
-    /// let layout = Layout::new(&Config { tp: 2, dp: Some(3), pp: 4, order: "tp-dp-pp".parse()?, ..Config::default() })?;
+    /// let layout = Layout::new(&Config::new().tp(2).dp(Some(3)).pp(4).order("tp-dp-pp".parse()?))?;
     /// let mut out = vec![0u32; 24];
     /// assert_eq!(layout.groups(Kind::DP)?.fill(&mut out)?, 24);
     /// assert_eq!(&out[..6], &[0, 2, 4, 1, 3, 5]);
@@ -107,15 +107,9 @@ impl<'a> Groups<'a> {
     /// all members, each group a slice.
     ///
     /// # Errors
-    /// [`Error::BufferTooSmall`] when the members do not fit this machine's
-    /// address space.
+    /// [`Error::OutOfMemory`] when the members cannot be allocated.
     pub fn table(self) -> Result<GroupTable> {
-        let needed = self.member_count();
-        let len = usize::try_from(needed).map_err(|_| Error::BufferTooSmall {
-            needed,
-            len: usize::MAX,
-        })?;
-        let mut members = vec![0u32; len];
+        let mut members = try_zeroed(self.member_count())?;
         let runs = self.plan.runs_in(self.next..self.end);
         self.fill(&mut members)?;
         Ok(GroupTable::new(members, runs))

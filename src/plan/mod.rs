@@ -12,6 +12,7 @@ pub(crate) mod dot;
 mod fill;
 pub(crate) mod groups;
 pub(crate) mod pp_group_mapper;
+pub(crate) mod spread;
 pub(crate) mod table;
 pub(crate) mod view;
 
@@ -20,7 +21,7 @@ use std::ops::Range;
 use arrayvec::ArrayVec;
 
 use crate::grid::Coords;
-use crate::group::Group;
+use crate::group::{Group, RankMap};
 use crate::plan::boxes::Boxes;
 use crate::plan::dot::Dot;
 use crate::plan::pp_group_mapper::PpGroupMapper;
@@ -98,6 +99,16 @@ pub(crate) enum Plan {
     Concat(Box<Pair<Boxes>>),
     /// Encoder and decoder pipelines joined by coordinates.
     Joined(Box<PpGroupMapper>),
+    /// Boxes of mesh positions, mapped to ranks by a mesh's rank map.
+    Mapped(Box<Mapped>),
+}
+
+/// The groups of a mesh with a rank map: boxes of positions (from 0),
+/// each position `p` the rank `map.rank(p)`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct Mapped {
+    pub boxes: Boxes,
+    pub map: RankMap,
 }
 
 impl Ends {
@@ -182,6 +193,7 @@ impl Plan {
             Plan::Stack(p) => p.first.count() + p.second.count(),
             Plan::Concat(p) => p.first.count(),
             Plan::Joined(j) => j.count(),
+            Plan::Mapped(m) => m.boxes.count(),
         }
     }
 
@@ -201,6 +213,7 @@ impl Plan {
             Plan::Stack(p) => p.second.len(),
             Plan::Concat(p) => p.first.size() + p.second.size(),
             Plan::Joined(j) => j.len(),
+            Plan::Mapped(m) => m.boxes.size(),
         }
     }
 
@@ -277,6 +290,7 @@ impl Plan {
             }
             Plan::Concat(p) => Group::joined(p.first.segment(index), p.second.segment(index)),
             Plan::Joined(j) => j.group(index),
+            Plan::Mapped(m) => Group::mapped(m.boxes.segment(index), m.map.clone()),
         }
     }
 
@@ -335,6 +349,8 @@ impl Plan {
                 })
             }
             Plan::Joined(j) => j.locate(view, round),
+            // A mesh answers its ranks itself.
+            Plan::Mapped(_) => None,
         }
     }
 
@@ -411,6 +427,12 @@ impl Plan {
             }
             Plan::Concat(p) if whole && fill::concat(&p.first, &p.second, out).is_some() => {}
             Plan::Joined(j) if whole => j.fill(out),
+            Plan::Mapped(m) => {
+                m.boxes.fill(range, out);
+                for r in out.iter_mut() {
+                    *r = m.map.rank(*r);
+                }
+            }
             _ => fill::each_group(self, range, out),
         }
     }

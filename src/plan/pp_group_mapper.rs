@@ -21,9 +21,7 @@
 //!
 //! ```
 //! use rank_layout::{Config, Kind, Layout};
-//! let layout = Layout::new(&Config {
-//!     tp: 4, cp: 2, encoder_tp: Some(2), encoder_pp: Some(1), ..Config::default()
-//! })?;
+//! let layout = Layout::new(&Config::new().tp(4).cp(2).encoder_tp(2).encoder_pp(1))?;
 //! assert_eq!(layout.world_size(), 12);
 //! let pp = layout.groups(Kind::PP)?.to_vecs();
 //! assert_eq!(pp, vec![

@@ -19,9 +19,7 @@ use crate::plan::Run;
 /// ```
 /// use rank_layout::{Config, Kind, Layout};
 /// // Encoder tp = 1 before a decoder with tp = 2, dp = 2 (Megatron-LM's test).
-/// let layout = Layout::new(&Config {
-///     tp: 2, dp: Some(2), encoder_tp: Some(1), order: "tp-dp-pp".parse()?, ..Config::default()
-/// })?;
+/// let layout = Layout::new(&Config::new().tp(2).dp(2).encoder_tp(1).order("tp-dp-pp".parse()?))?;
 /// let tp = layout.groups(Kind::TP)?.table()?;
 /// assert_eq!(tp.len(), 4);
 /// assert_eq!(tp.get(1), Some(&[1][..]));

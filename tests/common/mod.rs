@@ -325,11 +325,8 @@ pub fn folded_kinds(c: &Config) -> Vec<(String, Groups)> {
     ] {
         out.push((name.to_string(), expert.get_ranks(token)));
     }
-    out.extend(hcp_kinds(
-        &wo.get_ranks("cp"),
-        c.hierarchical_cp.as_deref().unwrap_or(&[]),
-    ));
-    let n = c.dist_opt_instances.unwrap_or(1) as usize;
+    out.extend(hcp_kinds(&wo.get_ranks("cp"), &c.hierarchical_cp));
+    let n = c.dist_opt_instances as usize;
     if n > 1 {
         let m = edp as usize / n;
         let dp_cp = wo.get_ranks("dp-cp");
@@ -395,10 +392,7 @@ pub fn reference(c: &Config) -> Vec<(String, Groups)> {
         c.rank_offset as u64,
     );
     let mut out = nested_kinds(&wo, &w);
-    out.extend(hcp_kinds(
-        &wo.get_ranks("cp"),
-        c.hierarchical_cp.as_deref().unwrap_or(&[]),
-    ));
+    out.extend(hcp_kinds(&wo.get_ranks("cp"), &c.hierarchical_cp));
     out
 }
 
@@ -445,16 +439,15 @@ pub fn nested_config() -> impl Strategy<Value = Config> {
             let dpi = perm.iter().position(|i| *i == 3).unwrap();
             perm.insert(if drop & 0x80 != 0 { dpi } else { dpi + 1 }, 2);
             let order_str = order_string(&perm, sizes, drop & 0x1f & !(1 << 3), upper);
-            Config {
-                tp,
-                cp,
-                ep,
-                dp: Some(dp),
-                pp,
-                order: order_str.parse().unwrap(),
-                rank_offset: off * 7,
-                ..Config::default()
-            }
+            Config::new()
+                .tp(tp)
+                .cp(cp)
+                .ep(ep)
+                .dp(Some(dp))
+                .pp(pp)
+                .order(order_str.parse().unwrap())
+                .rank_offset(off * 7)
+                .expert_layout(ExpertLayout::Nested)
         })
         .prop_filter("ep written must be adjacent to dp", |c| {
             rank_layout::Layout::new(c).is_ok()
@@ -484,22 +477,20 @@ pub fn folded_config() -> impl Strategy<Value = Config> {
             let dp = k * unit / g;
             let sizes = [tp, cp, ep, dp, pp];
             let order = order_string(&perm, sizes, drop, false);
-            let mut c = Config {
-                tp,
-                cp,
-                ep,
-                dp: Some(dp),
-                pp,
-                etp: Some(etp),
-                order: order.parse().unwrap(),
-                rank_offset: off * 5,
-                expert_layout: ExpertLayout::Folded,
-                dist_opt_instances: Some(n),
-                hierarchical_cp: hcp.then(|| factor(cp)),
-                ..Config::default()
-            };
+            let mut c = Config::new()
+                .tp(tp)
+                .cp(cp)
+                .ep(ep)
+                .dp(Some(dp))
+                .pp(pp)
+                .etp(Some(etp))
+                .order(order.parse().unwrap())
+                .rank_offset(off * 5)
+                .expert_layout(ExpertLayout::Folded)
+                .dist_opt_instances(n)
+                .hierarchical_cp(if hcp { factor(cp) } else { Vec::new() });
             if Layout::new(&c).is_err() {
-                c.dist_opt_instances = None;
+                c.dist_opt_instances = 1;
             }
             if Layout::new(&c).is_err() {
                 let mut perm: Vec<usize> = perm.into_iter().filter(|i| *i != 4).collect();

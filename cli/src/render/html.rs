@@ -2,21 +2,16 @@
 //! group's colour and members) and a tooltip per cell (the rank's node,
 //! coordinates and groups).
 
-use std::fmt::Write;
+use std::io::{self, Write};
 
-use super::{Picture, color, escape, svg::svg};
+use super::{Picture, color, escape, svg::write_svg};
 use crate::format::thousands;
 
-/// The page.
-pub fn html(p: &Picture) -> String {
-    let mut out = String::new();
-    // Writing into a String cannot fail.
-    let _ = write_html(&mut out, p);
-    out
-}
-
-/// Writes the page.
-fn write_html(out: &mut String, p: &Picture) -> std::fmt::Result {
+/// Writes the page; the tooltips are computed as they are written.
+///
+/// # Errors
+/// When `out` cannot be written.
+pub fn write_html(out: &mut impl Write, p: &Picture) -> io::Result<()> {
     writeln!(
         out,
         r#"<!DOCTYPE html>
@@ -52,7 +47,9 @@ body {{ font-family: system-ui, sans-serif; margin: 1.5em; color: #111; }}
         out,
         "<p>Hover over a GPU to see its rank's node, coordinates and groups.</p>"
     )?;
-    writeln!(out, r#"<div id="picture">{}</div>"#, svg(p, false))?;
+    write!(out, r#"<div id="picture">"#)?;
+    write_svg(out, p, false)?;
+    writeln!(out, "</div>")?;
     writeln!(out, r#"<div class="legend">"#)?;
     writeln!(
         out,
@@ -96,23 +93,25 @@ body {{ font-family: system-ui, sans-serif; margin: 1.5em; color: #111; }}
         writeln!(out, "</ul></section>")?;
     }
     writeln!(out, "</div>")?;
-    let tips: serde_json::Map<String, serde_json::Value> = p
-        .ranks
-        .iter()
-        .zip(&p.tips)
-        .map(|(r, t)| (r.to_string(), serde_json::Value::from(t.as_str())))
-        .collect();
-    // `</` cannot end the script early: JSON escapes nothing there, so
-    // break it up.
-    let data = serde_json::Value::Object(tips)
-        .to_string()
-        .replace("</", "<\\/");
+    // The tooltips as one JSON object, rank by rank. `</` cannot end the
+    // script early: JSON escapes nothing there, so break it up.
     writeln!(
         out,
         r#"<div id="tip"></div>
-<script>
-const TIPS = {data};
-const tip = document.getElementById("tip");
+<script>"#
+    )?;
+    write!(out, "const TIPS = {{")?;
+    for (i, rank) in p.ranks().enumerate() {
+        let tip = serde_json::to_string(&p.tooltip(rank)).map_err(io::Error::from)?;
+        if i > 0 {
+            write!(out, ",")?;
+        }
+        write!(out, "\"{rank}\":{}", tip.replace("</", "<\\/"))?;
+    }
+    writeln!(out, "}};")?;
+    writeln!(
+        out,
+        r#"const tip = document.getElementById("tip");
 document.querySelectorAll(".cell").forEach(function (cell) {{
   cell.addEventListener("mousemove", function (e) {{
     tip.textContent = TIPS[cell.dataset.rank] || ("rank " + cell.dataset.rank);

@@ -6,17 +6,21 @@
 //! Past `--max-ranks` only the first nodes, the nodes where the encoder
 //! ends and the last node are drawn, and the picture says so.
 //!
-//! - [`Picture`]: what to draw, computed from the layout (this file);
+//! The picture is written as it is computed: a cell's group, and a rank's
+//! tooltip, are asked of the layout when the cell is written, so memory
+//! stays the same however many ranks are drawn.
+//!
+//! - [`Picture`]: what to draw, from the layout (this file);
 //! - [`svg`]: the SVG text;
 //! - [`html`]: the SVG wrapped in a page with a legend and tooltips.
 
 pub mod html;
 pub mod svg;
 
-use rank_layout::{Kind, Layout, Part, Topology};
+use rank_layout::{ExpertLayout, Kind, Layout, Part, Topology};
 
 use crate::error::Failure;
-use crate::format::{Shorten, count, thousands};
+use crate::format::{Shorten, count, experts, thousands};
 use crate::report::groups::groups_heading;
 use crate::spread::machine_line;
 
@@ -63,17 +67,18 @@ pub struct Panel {
     pub kind: Kind,
     /// `"8 groups of 4 ranks"`.
     pub heading: String,
-    /// The slot of every drawn rank, in [`Picture::ranks`] order.
-    pub slots: Vec<Slot>,
     /// The legend's lines: colour index and text, for the first groups.
     pub legend: Vec<(u32, String)>,
     /// Groups the legend leaves out.
     pub legend_more: u64,
 }
 
-/// Everything to draw.
+/// Everything to draw: the rows are a few spans of nodes and each cell is
+/// asked of the layout when it is written.
 #[derive(Debug, Clone)]
-pub struct Picture {
+pub struct Picture<'a> {
+    layout: &'a Layout,
+    topology: Topology,
     /// The title line.
     pub title: String,
     /// The machine line.
@@ -88,34 +93,28 @@ pub struct Picture {
     pub end: u64,
     /// One past the last encoder rank, with an encoder.
     pub encoder_end: Option<u64>,
-    /// The rows, top to bottom.
-    pub rows: Vec<Row>,
-    /// Every drawn rank, ascending.
-    pub ranks: Vec<u32>,
+    /// The nodes drawn: ascending, disjoint, inclusive spans.
+    spans: Vec<(u64, u64)>,
     /// The panels, left to right.
     pub panels: Vec<Panel>,
-    /// Per drawn rank (same order as `ranks`): its coordinates and groups,
-    /// for tooltips.
-    pub tips: Vec<String>,
 }
 
 /// Legend lines listed per kind at most.
 const LEGEND_GROUPS: u64 = 48;
 
-impl Picture {
+impl<'a> Picture<'a> {
     /// The picture of `kinds` of `layout` (the default four when empty) on
-    /// `topology`, drawing every rank up to `max_ranks`, with tooltips when
-    /// `tips`.
+    /// `topology`, drawing every rank up to `max_ranks`.
     ///
     /// # Errors
-    /// [`Failure::Input`] for a kind `layout` does not have.
+    /// [`Failure::Input`] for a kind `layout` does not have;
+    /// [`Failure::Message`] when one node has more GPUs than `max_ranks`.
     pub fn new(
-        layout: &Layout,
+        layout: &'a Layout,
         topology: Topology,
         kinds: &[Kind],
         max_ranks: u32,
-        tips: bool,
-    ) -> Result<Picture, Failure> {
+    ) -> Result<Picture<'a>, Failure> {
         let kinds = if kinds.is_empty() {
             DEFAULT_KINDS.to_vec()
         } else {
@@ -139,50 +138,35 @@ impl Picture {
 
         // The nodes to draw: all, or the first ones, those around the
         // encoder's end and the last.
-        let mut nodes: Vec<u64> = if end - first <= u64::from(max_ranks) {
-            (first_node..=last_node).collect()
+        let mut spans: Vec<(u64, u64)> = if end - first <= u64::from(max_ranks) {
+            vec![(first_node, last_node)]
         } else {
             let head = (u64::from(max_ranks) / 2 / u64::from(g)).max(1);
-            let mut nodes: Vec<u64> =
-                (first_node..(first_node + head).min(last_node + 1)).collect();
+            let mut spans = vec![(first_node, (first_node + head - 1).min(last_node))];
             if let Some(e) = encoder_end {
-                nodes.extend([node_of(e.saturating_sub(1)), node_of(e.min(last))]);
-            }
-            nodes.push(last_node);
-            nodes
-        };
-        nodes.sort_unstable();
-        nodes.dedup();
-
-        let mut rows = Vec::new();
-        let mut ranks = Vec::new();
-        let mut previous: Option<u64> = None;
-        for node in &nodes {
-            if let Some(p) = previous {
-                if *node > p + 1 {
-                    rows.push(Row::Gap {
-                        nodes: node - p - 1,
-                        ranks: ((p + 1) * u64::from(g), node * u64::from(g) - 1),
-                    });
+                for node in [node_of(e.saturating_sub(1)), node_of(e.min(last))] {
+                    spans.push((node, node));
                 }
             }
-            previous = Some(*node);
-            let node32 = u32::try_from(*node).unwrap_or(u32::MAX);
-            rows.push(Row::Node {
-                node: node32,
-                domain: topology.domain(node32.saturating_mul(g)),
-            });
-            let lo = (node * u64::from(g)).max(first);
-            let hi = ((node + 1) * u64::from(g)).min(end);
-            ranks.extend((lo..hi).filter_map(|r| u32::try_from(r).ok()));
+            spans.push((last_node, last_node));
+            spans
+        };
+        spans.sort_unstable();
+        let mut merged: Vec<(u64, u64)> = Vec::with_capacity(spans.len());
+        for (a, b) in spans {
+            match merged.last_mut() {
+                Some(m) if a <= m.1 + 1 => m.1 = m.1.max(b),
+                _ => merged.push((a, b)),
+            }
         }
+        let drawn: u64 = merged.iter().map(|(a, b)| b - a + 1).sum();
 
-        let note = (nodes.len() as u64 != all_nodes).then(|| {
+        let note = (drawn != all_nodes).then(|| {
             format!(
                 "summarised: {} ranks are more than --max-ranks {}; drawing {} of the {} nodes (the first ones{} and the last)",
                 thousands(end - first),
                 thousands(u64::from(max_ranks)),
-                thousands(nodes.len() as u64),
+                thousands(drawn),
                 thousands(all_nodes),
                 if encoder_end.is_some() {
                     ", those where the encoder ends"
@@ -194,16 +178,8 @@ impl Picture {
 
         let panels = kinds
             .iter()
-            .map(|kind| panel(layout, *kind, &ranks))
+            .map(|kind| panel(layout, *kind))
             .collect::<Result<Vec<_>, _>>()?;
-        let tips = if tips {
-            ranks
-                .iter()
-                .map(|r| tooltip(layout, &topology, *r, &kinds))
-                .collect::<Result<Vec<_>, _>>()?
-        } else {
-            Vec::new()
-        };
 
         let s = layout.sizes();
         let mut title = format!(
@@ -224,10 +200,13 @@ impl Picture {
                 encoder_end.unwrap_or(first).saturating_sub(1)
             ));
         }
-        if layout.config().etp.is_some() {
-            title.push_str(&format!(" (folded experts: etp={} edp={})", s.etp, s.edp));
+        title.push_str(&format!(", {}", experts(layout.config().expert_layout)));
+        if layout.config().expert_layout == ExpertLayout::Folded {
+            title.push_str(&format!(": etp={} edp={}", s.etp, s.edp));
         }
         Ok(Picture {
+            layout,
+            topology,
             title,
             machine: format!(
                 "{}; a row per node, a cell per GPU labelled with its rank, a colour per group",
@@ -238,10 +217,8 @@ impl Picture {
             first,
             end,
             encoder_end,
-            rows,
-            ranks,
+            spans: merged,
             panels,
-            tips,
         })
     }
 
@@ -249,22 +226,113 @@ impl Picture {
     pub fn is_encoder(&self, rank: u64) -> bool {
         self.encoder_end.is_some_and(|e| rank < e)
     }
+
+    /// The rows, top to bottom: the drawn nodes, and a gap where nodes are
+    /// left out.
+    pub fn rows(&self) -> impl Iterator<Item = Row> + '_ {
+        let g = u64::from(self.gpus_per_node);
+        let mut previous: Option<u64> = None;
+        self.spans.iter().flat_map(move |&(a, b)| {
+            let gap = previous.filter(|p| a > p + 1).map(|p| Row::Gap {
+                nodes: a - p - 1,
+                ranks: ((p + 1) * g, a * g - 1),
+            });
+            previous = Some(b);
+            gap.into_iter().chain((a..=b).map(move |node| {
+                let node = u32::try_from(node).unwrap_or(u32::MAX);
+                Row::Node {
+                    node,
+                    domain: self.topology.domain(node.saturating_mul(g as u32)),
+                }
+            }))
+        })
+    }
+
+    /// The layout's ranks on `node`, ascending.
+    pub fn ranks_of(&self, node: u32) -> std::ops::Range<u64> {
+        let g = u64::from(self.gpus_per_node);
+        let lo = (u64::from(node) * g).max(self.first);
+        let hi = ((u64::from(node) + 1) * g).min(self.end);
+        lo..hi.max(lo)
+    }
+
+    /// Every drawn rank, ascending.
+    pub fn ranks(&self) -> impl Iterator<Item = u32> + '_ {
+        self.rows()
+            .filter_map(|row| match row {
+                Row::Node { node, .. } => Some(self.ranks_of(node)),
+                Row::Gap { .. } => None,
+            })
+            .flatten()
+            .filter_map(|r| u32::try_from(r).ok())
+    }
+
+    /// Where `rank` is among the groups of `kind`.
+    pub fn slot(&self, kind: Kind, rank: u32) -> Slot {
+        match self.layout.memberships(rank, kind) {
+            Ok(m) => Slot {
+                index: m.first().map(|m| m.color),
+                groups: m.len(),
+            },
+            Err(_) => Slot {
+                index: None,
+                groups: 0,
+            },
+        }
+    }
+
+    /// The tooltip of `rank`: node, coordinates and its groups of the
+    /// panels' kinds.
+    pub fn tooltip(&self, rank: u32) -> String {
+        let (layout, topology) = (self.layout, &self.topology);
+        let Ok(p) = layout.placement(rank) else {
+            return format!("rank {rank}");
+        };
+        let mut text = format!(
+            "rank {rank}: node {}, GPU {}",
+            topology.node(rank),
+            topology.local(rank)
+        );
+        if let Some(d) = topology.domain(rank) {
+            text.push_str(&format!(", domain {d}"));
+        }
+        if layout.has_encoder() {
+            text.push_str(&format!(" ({})", p.part));
+        }
+        text.push_str(&format!(
+            "\ntp={} cp={} dp={} pp={}  expert: etp={} ep={} edp={}",
+            p.coord.tp, p.coord.cp, p.coord.dp, p.coord.pp, p.expert.etp, p.expert.ep, p.expert.edp
+        ));
+        let how = Shorten {
+            full: false,
+            scan_limit: TOOLTIP_SCAN,
+        };
+        for panel in &self.panels {
+            let kind = panel.kind;
+            let memberships = layout.memberships(rank, kind).unwrap_or_default();
+            if memberships.is_empty() {
+                text.push_str(&format!("\n{kind}: in no group"));
+            }
+            for m in memberships {
+                text.push_str(&format!(
+                    "\n{kind}: group {} (key {}): {}",
+                    m.color,
+                    m.key,
+                    how.members(&m.group)
+                ));
+            }
+        }
+        if p.part == Part::Encoder {
+            text.push_str("\n(encoder grid)");
+        }
+        text
+    }
 }
 
-/// The panel of `kind`: where each drawn rank is among its groups.
-fn panel(layout: &Layout, kind: Kind, ranks: &[u32]) -> Result<Panel, Failure> {
+/// The panel of `kind`: its heading and legend.
+fn panel(layout: &Layout, kind: Kind) -> Result<Panel, Failure> {
     let groups = layout.groups(kind)?;
     let heading = groups_heading(&groups);
-    let slots = ranks
-        .iter()
-        .map(|r| {
-            let m = layout.memberships(*r, kind)?;
-            Ok(Slot {
-                index: m.first().map(|m| m.index),
-                groups: m.len(),
-            })
-        })
-        .collect::<Result<Vec<_>, Failure>>()?;
     let how = Shorten {
         full: false,
         scan_limit: TOOLTIP_SCAN,
@@ -278,57 +346,9 @@ fn panel(layout: &Layout, kind: Kind, ranks: &[u32]) -> Result<Panel, Failure> {
     Ok(Panel {
         kind,
         heading,
-        slots,
         legend,
         legend_more: total.saturating_sub(LEGEND_GROUPS),
     })
-}
-
-/// The tooltip of `rank`: node, coordinates and its groups of `kinds`.
-fn tooltip(
-    layout: &Layout,
-    topology: &Topology,
-    rank: u32,
-    kinds: &[Kind],
-) -> Result<String, Failure> {
-    let p = layout.placement(rank)?;
-    let mut text = format!(
-        "rank {rank}: node {}, GPU {}",
-        topology.node(rank),
-        topology.local(rank)
-    );
-    if let Some(d) = topology.domain(rank) {
-        text.push_str(&format!(", domain {d}"));
-    }
-    if layout.has_encoder() {
-        text.push_str(&format!(" ({})", p.part));
-    }
-    text.push_str(&format!(
-        "\ntp={} cp={} dp={} pp={}  expert: etp={} ep={} edp={}",
-        p.coord.tp, p.coord.cp, p.coord.dp, p.coord.pp, p.expert.etp, p.expert.ep, p.expert.edp
-    ));
-    let how = Shorten {
-        full: false,
-        scan_limit: TOOLTIP_SCAN,
-    };
-    for kind in kinds {
-        let memberships = layout.memberships(rank, *kind)?;
-        if memberships.is_empty() {
-            text.push_str(&format!("\n{kind}: in no group"));
-        }
-        for m in memberships {
-            text.push_str(&format!(
-                "\n{kind}: group {} (key {}): {}",
-                m.index,
-                m.key,
-                how.members(&m.group)
-            ));
-        }
-    }
-    if p.part == Part::Encoder {
-        text.push_str("\n(encoder grid)");
-    }
-    Ok(text)
 }
 
 /// The fill colour of group `index` as `#rrggbb`: hues a golden angle

@@ -1,11 +1,11 @@
-//! The SVG text of a [`Picture`]: plain string building.
+//! The SVG text of a [`Picture`], written as it is computed.
 //!
 //! Each panel is a `<g class="panel" data-kind="tp">`; each drawn rank a
 //! `<g class="cell" data-rank="R" data-group="I">` holding its rectangle and
 //! its label (the rank); GPUs outside the layout on a drawn node are
 //! `<rect class="unused">`.
 
-use std::fmt::Write;
+use std::io::{self, Write};
 
 use super::{Picture, Row, color, escape};
 
@@ -27,6 +27,11 @@ const HEADING_H: f64 = 36.0;
 const LINE_H: f64 = 18.0;
 /// Panels go side by side up to this width, then wrap.
 const MAX_WIDTH: f64 = 2400.0;
+/// The width of a character of the title (14px bold monospace) and of the
+/// other header lines (11px), to keep them inside the picture.
+const TITLE_CHAR_W: f64 = 8.8;
+/// See [`TITLE_CHAR_W`].
+const LINE_CHAR_W: f64 = 7.0;
 
 /// Sizes of the drawing, computed once.
 struct Geometry {
@@ -54,7 +59,14 @@ impl Geometry {
         let fit = ((MAX_WIDTH - 2.0 * MARGIN + PANEL_GAP) / (panel_w + PANEL_GAP)).floor();
         let per_line = (fit.max(1.0) as usize).min(n);
         let panel_lines = n.div_ceil(per_line);
-        let width = 2.0 * MARGIN + per_line as f64 * (panel_w + PANEL_GAP) - PANEL_GAP;
+        let panels_w = 2.0 * MARGIN + per_line as f64 * (panel_w + PANEL_GAP) - PANEL_GAP;
+        // At least as wide as the header's text.
+        let chars = |s: &str| s.chars().count() as f64;
+        let text_w = 2.0 * MARGIN
+            + (chars(&p.title) * TITLE_CHAR_W)
+                .max(chars(&p.machine) * LINE_CHAR_W)
+                .max(p.note.as_deref().map_or(0.0, |n| chars(n) * LINE_CHAR_W));
+        let width = panels_w.max(text_w).ceil();
         let height = header_h + panel_lines as f64 * (panel_h + PANEL_GAP) - PANEL_GAP + MARGIN;
         Geometry {
             cell_w,
@@ -73,33 +85,28 @@ impl Geometry {
 fn rows_height(p: &Picture) -> f64 {
     let mut y = 0.0;
     let mut domain = None;
-    for row in &p.rows {
+    for row in p.rows() {
         if let Row::Node {
             domain: Some(d), ..
         } = row
         {
-            if domain.is_some_and(|prev| prev != *d) {
+            if domain.is_some_and(|prev| prev != d) {
                 y += DOMAIN_GAP;
             }
-            domain = Some(*d);
+            domain = Some(d);
         }
         y += CELL_H + ROW_GAP;
     }
     y
 }
 
-/// The picture as an SVG document (with the XML declaration when
+/// Writes the picture as an SVG document (with the XML declaration when
 /// `standalone`, for a `.svg` file; without, to embed in HTML).
-pub fn svg(p: &Picture, standalone: bool) -> String {
-    let geo = Geometry::new(p);
-    let mut out = String::new();
-    // Writing into a String cannot fail.
-    let _ = write_svg(&mut out, p, &geo, standalone);
-    out
-}
-
-/// Writes the whole SVG.
-fn write_svg(out: &mut String, p: &Picture, geo: &Geometry, standalone: bool) -> std::fmt::Result {
+///
+/// # Errors
+/// When `out` cannot be written.
+pub fn write_svg(out: &mut impl Write, p: &Picture, standalone: bool) -> io::Result<()> {
+    let geo = &Geometry::new(p);
     if standalone {
         writeln!(out, r#"<?xml version="1.0" encoding="UTF-8"?>"#)?;
     }
@@ -155,13 +162,13 @@ fn write_svg(out: &mut String, p: &Picture, geo: &Geometry, standalone: bool) ->
 
 /// Writes panel `index` with its top-left corner at `(x, y)`.
 fn write_panel(
-    out: &mut String,
+    out: &mut impl Write,
     p: &Picture,
     geo: &Geometry,
     index: usize,
     x: f64,
     y: f64,
-) -> std::fmt::Result {
+) -> io::Result<()> {
     let Some(panel) = p.panels.get(index) else {
         return Ok(());
     };
@@ -181,13 +188,12 @@ fn write_panel(
     let cw = geo.cell_w;
     let row_w = g as f64 * cw;
     let mut top = HEADING_H;
-    let mut cursor = 0usize;
     let mut domain = None;
-    for row in &p.rows {
+    for row in p.rows() {
         match row {
             Row::Node { node, domain: d } => {
                 if let Some(d) = d {
-                    if domain.is_some_and(|prev| prev != *d) {
+                    if domain.is_some_and(|prev| prev != d) {
                         top += DOMAIN_GAP;
                         let line_y = top - ROW_GAP - DOMAIN_GAP / 2.0;
                         writeln!(
@@ -203,9 +209,9 @@ fn write_panel(
                             top - 4.0
                         )?;
                     }
-                    domain = Some(*d);
+                    domain = Some(d);
                 }
-                write_node(out, p, panel, geo, *node, top, &mut cursor)?;
+                write_node(out, p, panel, geo, node, top)?;
             }
             Row::Gap { nodes, ranks } => {
                 writeln!(
@@ -213,7 +219,7 @@ fn write_panel(
                     r#"<text class="gap" x="{:.1}" y="{:.1}">⋮ {} not drawn (ranks {}..{})</text>"#,
                     LABEL_W,
                     top + CELL_H * 0.7,
-                    crate::format::count(*nodes, "node", "nodes"),
+                    crate::format::count(nodes, "node", "nodes"),
                     ranks.0,
                     ranks.1
                 )?;
@@ -224,17 +230,16 @@ fn write_panel(
     writeln!(out, "</g>")
 }
 
-/// Writes one node row at height `top`; `cursor` is the index of its first
-/// rank in the picture's ranks and is advanced past them.
+/// Writes one node row at height `top`, each cell's group asked of the
+/// layout.
 fn write_node(
-    out: &mut String,
+    out: &mut impl Write,
     p: &Picture,
     panel: &super::Panel,
     geo: &Geometry,
     node: u32,
     top: f64,
-    cursor: &mut usize,
-) -> std::fmt::Result {
+) -> io::Result<()> {
     let g = u64::from(p.gpus_per_node);
     let cw = geo.cell_w;
     let row_w = g as f64 * cw;
@@ -264,8 +269,7 @@ fn write_node(
             )?;
             continue;
         }
-        let slot = panel.slots.get(*cursor).copied();
-        *cursor += 1;
+        let slot = u32::try_from(rank).ok().map(|r| p.slot(panel.kind, r));
         let (class, fill, group) = match slot.and_then(|s| s.index) {
             Some(i) => ("cell", color(i), i.to_string()),
             None => ("cell nogroup", "#ffffff".to_string(), "none".to_string()),

@@ -2,11 +2,11 @@
 
 use std::fmt;
 
-use rank_layout::{Config, Group, Groups, Kind, Layout};
+use rank_layout::{Config, ExpertLayout, Group, Groups, Kind, Layout};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
 use super::Entries;
-use crate::format::{Shorten, count, thousands, write_members};
+use crate::format::{Shorten, count, experts, thousands, write_members};
 
 /// Kinds with more groups than this list only the first [`HEAD_ROWS`] and
 /// the last [`TAIL_ROWS`] in the table format (unless `--full`).
@@ -38,30 +38,32 @@ impl<'a> GroupsReport<'a> {
     }
 }
 
-/// Writes the two lines that name a layout: world, order, offset, sizes.
+/// Writes the two lines that name a layout: world, order, offset, expert
+/// layout, sizes.
 pub fn write_layout_header(f: &mut impl fmt::Write, l: &Layout) -> fmt::Result {
     let c = l.config();
     write!(
         f,
-        "world_size {}  order {}  rank_offset {}\ntp={} cp={} ep={} dp={} pp={}",
+        "world_size {}  order {}  rank_offset {}  {}\ntp={} cp={} ep={} dp={} pp={}",
         l.world_size(),
         c.order,
         c.rank_offset,
+        experts(c.expert_layout),
         c.tp,
         c.cp,
         c.ep,
         c.dp.unwrap_or(1),
         c.pp
     )?;
-    if let Some(etp) = c.etp {
-        write!(f, " etp={etp} edp={} (folded)", l.sizes().edp)?;
+    if c.expert_layout == ExpertLayout::Folded {
+        write!(f, " etp={} edp={}", l.sizes().etp, l.sizes().edp)?;
     }
     if let (Some(etp), Some(epp)) = (c.encoder_tp, c.encoder_pp) {
         write!(
             f,
             " encoder_tp={etp} encoder_pp={epp} (encoder ranks {}..{})",
             l.rank_offset(),
-            u64::from(l.rank_offset()) + u64::from(l.encoder_world_size())
+            u64::from(l.rank_offset()) + u64::from(l.encoder_world_size()) - 1
         )?;
     }
     if !l.hierarchical_cp().is_empty() {
@@ -79,16 +81,23 @@ pub fn write_layout_header(f: &mut impl fmt::Write, l: &Layout) -> fmt::Result {
 /// two runs, so the first and last group give the sizes).
 pub fn groups_heading(groups: &Groups<'_>) -> String {
     let n = groups.len() as u64;
-    let mut ends = groups.clone();
-    let first = ends.next().map_or(0, |g| g.len());
-    let last = ends.next_back().map_or(first, |g| g.len());
-    let (small, large) = (first.min(last), first.max(last));
+    let (small, large) = group_sizes(groups);
     let sizes = if small == large {
         count(small as u64, "rank", "ranks")
     } else {
         format!("{small} or {}", count(large as u64, "rank", "ranks"))
     };
     format!("{} of {sizes}", count(n, "group", "groups"))
+}
+
+/// The smallest and the largest group size (the encoder's groups and the
+/// decoder's come in at most two runs, so the first and the last group
+/// give them).
+pub fn group_sizes(groups: &Groups<'_>) -> (usize, usize) {
+    let mut ends = groups.clone();
+    let first = ends.next().map_or(0, |g| g.len());
+    let last = ends.next_back().map_or(first, |g| g.len());
+    (first.min(last), first.max(last))
 }
 
 /// One table row: index, size, members.

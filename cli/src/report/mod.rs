@@ -1,5 +1,5 @@
 //! Reports of a layout as the command line prints them: a readable table
-//! (`Display`) and the JSON of SPEC 5 (`Serialize`).
+//! (`Display`) and JSON (`Serialize`), whose shapes docs/semantics.md states.
 //!
 //! - [`groups`]: every group of some kinds (`rank-layout groups`);
 //! - [`rank`]: one rank's card (`rank-layout rank R`).
@@ -10,7 +10,7 @@ pub mod rank;
 use std::fmt;
 use std::io::{self, BufWriter, Write};
 
-use rank_layout::{Kind, Layout};
+use rank_layout::{Kind, Layout, Sizes};
 use serde::Serialize;
 
 use crate::args::Format;
@@ -78,6 +78,32 @@ pub fn print_json(value: &impl Serialize) -> Result<(), Failure> {
     writeln!(out)?;
     out.flush()?;
     Ok(())
+}
+
+/// The JSON of a grid's sizes: `{"tp", "cp", "ep", "dp", "pp", "etp", "edp"}`.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct SizesOut {
+    tp: u32,
+    cp: u32,
+    ep: u32,
+    dp: u32,
+    pp: u32,
+    etp: u32,
+    edp: u32,
+}
+
+impl From<Sizes> for SizesOut {
+    fn from(s: Sizes) -> SizesOut {
+        SizesOut {
+            tp: s.tp,
+            cp: s.cp,
+            ep: s.ep,
+            dp: s.dp,
+            pp: s.pp,
+            etp: s.etp,
+            edp: s.edp,
+        }
+    }
 }
 
 /// Serializes pairs as a JSON object, keys in the order given.

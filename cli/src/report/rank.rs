@@ -1,13 +1,15 @@
-//! `rank-layout rank R`: one rank's card (table) or its SPEC 5 JSON.
+//! `rank-layout rank R`: one rank's card (table) or its JSON.
 
 use std::fmt;
 
-use rank_layout::{Kind, Layout, Membership, Part, Placement, Sizes, Topology};
+use rank_layout::{
+    ExpertLayout, Kind, Layout, Membership, Part, Placement, Sizes, SplitRound, Topology,
+};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
-use super::Entries;
+use super::{Entries, SizesOut};
 use crate::error::{Failure, rank_outside};
-use crate::format::{Shorten, thousands, write_members};
+use crate::format::{Shorten, experts, thousands, write_members};
 
 /// One rank's view: where it sits, on which node, its groups of some kinds
 /// and its pipeline neighbours.
@@ -18,12 +20,17 @@ pub struct RankReport {
     /// The sizes of the rank's grid.
     sizes: Sizes,
     order: String,
+    expert_layout: ExpertLayout,
     world_size: u32,
     first: u32,
     topology: Topology,
+    /// The rank's stage in its (joined) pipeline and the pipeline's stages.
+    stage: (u32, u32),
     prev: Vec<u32>,
     next: Vec<u32>,
     groups: Vec<(Kind, Vec<Membership>)>,
+    /// Every split round of the kinds, for the JSON.
+    splits: Vec<SplitRound>,
     how: Shorten,
 }
 
@@ -48,6 +55,12 @@ impl RankReport {
             .iter()
             .map(|kind| Ok((*kind, layout.memberships(rank, *kind)?)))
             .collect::<Result<_, Failure>>()?;
+        // The stage counts over the joined encoder + decoder pipeline: the
+        // rank's position in its pp group, of the group's length.
+        let stage = match layout.memberships(rank, Kind::PP)?.first() {
+            Some(m) => (m.key, m.group.len() as u32),
+            None => (placement.coord.pp, layout.sizes().pp),
+        };
         let sizes = match placement.part {
             Part::Encoder => layout.encoder_sizes().unwrap_or_else(|| layout.sizes()),
             Part::Decoder => layout.sizes(),
@@ -57,12 +70,15 @@ impl RankReport {
             placement,
             sizes,
             order: layout.config().order.to_string(),
+            expert_layout: layout.config().expert_layout,
             world_size: layout.world_size(),
             first: layout.rank_offset(),
             topology,
+            stage,
             prev: layout.pipeline_prev(rank)?,
             next: layout.pipeline_next(rank)?,
             groups,
+            splits: layout.splits_of(rank, kinds)?.collect(),
             how: Shorten::new(full),
         })
     }
@@ -87,11 +103,12 @@ impl fmt::Display for RankReport {
         let end = u64::from(self.first) + u64::from(self.world_size) - 1;
         writeln!(
             f,
-            "rank {} of {} (ranks {}..{end}, both included), order {}",
+            "rank {} of {} (ranks {}..{end}, both included), order {}, {}",
             p.rank,
             thousands(u64::from(self.world_size)),
             self.first,
-            self.order
+            self.order,
+            experts(self.expert_layout)
         )?;
         let grid = if self.has_encoder {
             format!("{} grid ", p.part)
@@ -123,8 +140,8 @@ impl fmt::Display for RankReport {
         writeln!(
             f,
             "pipeline  stage {} of {}: previous {}; next {}",
-            p.coord.pp,
-            s.pp,
+            self.stage.0,
+            self.stage.1,
             neighbours(&self.prev, "first stage"),
             neighbours(&self.next, "last stage")
         )?;
@@ -157,7 +174,7 @@ impl fmt::Display for RankReport {
                 write!(
                     f,
                     "{kind:<width$}  {:>number$}  {:>number$}  {:>number$}  ",
-                    m.index,
+                    m.color,
                     m.key,
                     m.group.len()
                 )?;
@@ -178,13 +195,13 @@ impl Serialize for Ranks<'_> {
     }
 }
 
-/// `{"index", "key", "members"}`.
+/// `{"color", "key", "members"}`.
 struct MembershipOut<'a>(&'a Membership);
 
 impl Serialize for MembershipOut<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut map = s.serialize_map(Some(3))?;
-        map.serialize_entry("index", &self.0.index)?;
+        map.serialize_entry("color", &self.0.color)?;
         map.serialize_entry("key", &self.0.key)?;
         map.serialize_entry("members", &Ranks(&self.0.group))?;
         map.end()
@@ -200,12 +217,53 @@ impl Serialize for MembershipsOut<'_> {
     }
 }
 
+/// `{"kind", "round", "rounds", "color", "key"}` (color and key `null`
+/// when the rank is in no group of the round).
+struct SplitOut<'a>(&'a SplitRound);
+
+impl Serialize for SplitOut<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let r = self.0;
+        let mut map = s.serialize_map(Some(5))?;
+        map.serialize_entry("kind", &r.kind.to_string())?;
+        map.serialize_entry("round", &r.round)?;
+        map.serialize_entry("rounds", &r.rounds)?;
+        map.serialize_entry("color", &r.split.map(|x| x.color))?;
+        map.serialize_entry("key", &r.split.map(|x| x.key))?;
+        map.end()
+    }
+}
+
+/// `{"stage", "stages", "prev", "next"}`.
+#[derive(serde::Serialize)]
+struct PipelineOut<'a> {
+    stage: u32,
+    stages: u32,
+    prev: &'a [u32],
+    next: &'a [u32],
+}
+
 impl Serialize for RankReport {
-    /// `{"rank": .., "coord": {..}, "groups": {kind: [{"index", "key", "members"}]}}`
+    /// Everything the card shows: `{"rank", "world_size", "first_rank",
+    /// "last_rank", "order", "expert_layout", "sizes": {..}, "coord": {..},
+    /// "node", "local_gpu", "gpus_per_node", ("domain", "nodes_per_domain"
+    /// with domains), "pipeline": {"stage", "stages", "prev", "next"},
+    /// "groups": {kind: [{"color", "key", "members"}]}, "splits": [{"kind",
+    /// "round", "rounds", "color", "key"}]}`.
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let p = &self.placement;
-        let mut map = s.serialize_map(Some(3))?;
+        let t = &self.topology;
+        let mut map = s.serialize_map(None)?;
         map.serialize_entry("rank", &p.rank)?;
+        map.serialize_entry("world_size", &self.world_size)?;
+        map.serialize_entry("first_rank", &self.first)?;
+        map.serialize_entry(
+            "last_rank",
+            &(u64::from(self.first) + u64::from(self.world_size) - 1),
+        )?;
+        map.serialize_entry("order", &self.order)?;
+        map.serialize_entry("expert_layout", &self.expert_layout.to_string())?;
+        map.serialize_entry("sizes", &SizesOut::from(self.sizes))?;
         let mut coord: Vec<(String, serde_json::Value)> = Vec::new();
         if self.has_encoder {
             coord.push(("grid".into(), p.part.name().into()));
@@ -214,12 +272,30 @@ impl Serialize for RankReport {
             coord.push((axis.name().into(), value.into()));
         }
         map.serialize_entry("coord", &Entries(&coord))?;
+        map.serialize_entry("node", &t.node(p.rank))?;
+        map.serialize_entry("local_gpu", &t.local(p.rank))?;
+        map.serialize_entry("gpus_per_node", &t.gpus_per_node())?;
+        if let (Some(domain), Some(m)) = (t.domain(p.rank), t.nodes_per_domain()) {
+            map.serialize_entry("domain", &domain)?;
+            map.serialize_entry("nodes_per_domain", &m)?;
+        }
+        map.serialize_entry(
+            "pipeline",
+            &PipelineOut {
+                stage: self.stage.0,
+                stages: self.stage.1,
+                prev: &self.prev,
+                next: &self.next,
+            },
+        )?;
         let groups: Vec<(String, MembershipsOut<'_>)> = self
             .groups
             .iter()
             .map(|(k, m)| (k.to_string(), MembershipsOut(m)))
             .collect();
         map.serialize_entry("groups", &Entries(&groups))?;
+        let splits: Vec<SplitOut<'_>> = self.splits.iter().map(SplitOut).collect();
+        map.serialize_entry("splits", &splits)?;
         map.end()
     }
 }

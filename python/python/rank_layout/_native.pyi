@@ -32,8 +32,8 @@ class Config(TypedDict):
     encoder_pp: Optional[int]
     expert_layout: Literal["nested", "folded"]
     etp: Optional[int]
-    hierarchical_cp: Optional[list[int]]
-    dist_opt_instances: Optional[int]
+    hierarchical_cp: list[int]
+    dist_opt_instances: int
 
 class Membership(TypedDict):
     color: int
@@ -49,11 +49,28 @@ class Coord(TypedDict):
     etp: int
     edp: int
 
+class Pipeline(TypedDict):
+    stage: int
+    stages: int
+    prev: list[int]
+    next: list[int]
+
 class RankCard(TypedDict):
     rank: int
     part: Literal["encoder", "decoder"]
     coord: Coord
+    pipeline: Pipeline
     groups: dict[str, list[Membership]]
+
+MEGATRON_ARGS: list[tuple[str, str, str, str]]
+
+def megatron_config(args: object) -> dict[str, object]: ...
+
+class RankGenerator:
+    def __init__(
+        self, tp: Int, ep: Int, dp: Int, pp: Int, cp: Int, order: str, rank_offset: Optional[Int] = None
+    ) -> None: ...
+    def get_ranks(self, token: str, independent_ep: bool = False) -> list[list[int]]: ...
 
 Int = SupportsIndex
 SplitStep = tuple[str, int, int, Optional[tuple[int, int]]]
@@ -102,6 +119,8 @@ class Layout:
         self, rank: Int, kind: str, round: Optional[Int] = None
     ) -> Optional[tuple[int, int]]: ...
     def split_rounds(self, kind: str) -> int: ...
+    def mesh(self) -> Mesh: ...
+    def groups_arrays(self, kinds: Optional[Sequence[str]] = None) -> dict[str, npt.NDArray[np.uint32]]: ...
     def splits(self, rank: Int) -> list[SplitStep]: ...
     def pipeline_next(self, rank: Int) -> list[int]: ...
     def pipeline_prev(self, rank: Int) -> list[int]: ...
@@ -113,3 +132,47 @@ class Layout:
     def __hash__(self) -> int: ...
 
 __all__ = ["CONFIG_KEYS", "Layout", "LayoutError"]
+
+class Mesh:
+    def __init__(
+        self,
+        dims: Sequence[tuple[str, Int]] | dict[str, Int],
+        *,
+        rank_offset: Optional[Int] = None,
+        rank_map: Optional[Sequence[Int]] = None,
+    ) -> None: ...
+    @staticmethod
+    def from_device_mesh(shape: Sequence[Int], names: Sequence[str], *, rank_offset: Optional[Int] = None) -> Mesh: ...
+    @staticmethod
+    def from_hyper_comm_grid(shape: Sequence[Int], dim_names: Sequence[str], rank_offset: Optional[Int] = None) -> Mesh: ...
+    @property
+    def dims(self) -> list[tuple[str, int]]: ...
+    @property
+    def views(self) -> list[tuple[str, list[tuple[str, int]]]]: ...
+    @property
+    def flattens(self) -> list[tuple[str, str]]: ...
+    @property
+    def world_size(self) -> int: ...
+    @property
+    def rank_offset(self) -> int: ...
+    @property
+    def rank_map(self) -> Optional[list[int]]: ...
+    def view(self, name: str, dims: Sequence[tuple[str, Int]] | dict[str, Int], shared: Optional[Sequence[str]] = None) -> Mesh: ...
+    def flatten(self, name: str, dims: str | Sequence[str], view: Optional[str] = None) -> Mesh: ...
+    def groups(self, dims: str | Sequence[str], view: Optional[str] = None) -> list[list[int]]: ...
+    def groups_array(self, dims: str | Sequence[str], view: Optional[str] = None) -> npt.NDArray[np.uint32]: ...
+    def coord(self, rank: Int, view: Optional[str] = None) -> Optional[dict[str, int]]: ...
+    def split(self, rank: Int, dims: str | Sequence[str], view: Optional[str] = None) -> tuple[int, int]: ...
+    def splits(self, rank: Int, dim_sets: Sequence[str]) -> list[tuple[int, int]]: ...
+
+def torchtitan_mesh(
+    *,
+    dp_replicate: Optional[Int] = None,
+    dp_shard: Optional[Int] = None,
+    cp: Optional[Int] = None,
+    tp: Optional[Int] = None,
+    pp: Optional[Int] = None,
+    ep: Optional[Int] = None,
+    world_size: Int,
+    spmd_backend: Optional[str] = None,
+) -> Mesh: ...

@@ -1,11 +1,16 @@
-//! Megatron-LM / PyTorch DeviceMesh -> rank-layout (documentation only).
+//! Megatron-LM's vocabulary: its parallelism arguments ([`MEGATRON_ARGS`],
+//! [`MegatronArgs`], with Megatron-Core's defaults), its `RankGenerator`
+//! ([`RankGenerator`]), and a table of Megatron-LM and PyTorch DeviceMesh
+//! calls with their rank-layout counterparts.
 //!
 //! # Calls
 //!
 //! | Megatron-LM (`parallel_state.py`) or DeviceMesh | rank-layout |
 //! | --- | --- |
-//! | `RankGenerator(tp, ep, dp, pp, cp, order, rank_offset)` | [`Layout::new`](crate::Layout::new) with a [`Config`](crate::Config) |
-//! | `generate_masked_orthogonal_rank_groups(world, sizes, mask)` | [`Layout::groups`](crate::Layout::groups) of a [`Kind::Axes`](crate::Kind::Axes) |
+//! | `RankGenerator(tp, ep, dp, pp, cp, order, rank_offset)` | [`RankGenerator::new`], or [`Layout::new`](crate::Layout::new) with a [`Config`](crate::Config) |
+//! | `RankGenerator.get_ranks(token, independent_ep)` | [`RankGenerator::get_ranks`] |
+//! | `parse_args()` of a Megatron-LM command line | [`MegatronArgs::parse_command_line`], [`MegatronArgs::config`] |
+//! | `generate_masked_orthogonal_rank_groups(world, sizes, mask)` | [`Layout::groups`](crate::Layout::groups) of a kind of axes ([`Kind::of_axes`](crate::Kind::of_axes)) |
 //! | `get_ranks("tp-dp")` | `layout.groups("tp-dp".parse()?)` |
 //! | `get_ranks("dp", independent_ep=True)` | [`Kind::DP_MOD_EP`](crate::Kind::DP_MOD_EP) (`dp-mod-ep`) |
 //! | `get_ranks("dp-cp", independent_ep=True)` | [`Kind::DP_CP_MOD_EP`](crate::Kind::DP_CP_MOD_EP) |
@@ -17,7 +22,7 @@
 //! | `get_pipeline_model_parallel_next_rank()` | [`Layout::pipeline_next`](crate::Layout::pipeline_next) (a list; no wrap-around) |
 //! | `is_pipeline_first_stage()` / `is_pipeline_last_stage()` | [`Layout::is_first_stage`](crate::Layout::is_first_stage) / [`Layout::is_last_stage`](crate::Layout::is_last_stage) |
 //! | `is_rank_in_embedding_group()` | [`Layout::is_embedding_rank`](crate::Layout::is_embedding_rank) |
-//! | `torch.distributed.new_group(ranks)` on every rank, for every group of every kind | [`Layout::splits`](crate::Layout::splits): this rank's color and key for every kind, O(axes) each; with the `mpi` feature `Layout::split_all` builds the communicators with one `MPI_Comm_split` per kind and round |
+//! | `torch.distributed.new_group(ranks)` on every rank, for every group of every kind | [`Layout::splits`](crate::Layout::splits): this rank's color and key for every kind, O(axes) each; with the `mpi` feature `Layout::communicators` builds the communicators with one `MPI_Comm_split` per kind and round |
 //! | `DeviceMesh(mesh).get_coordinate()` | [`Layout::placement`](crate::Layout::placement) (O(axes), no mesh scan) |
 //! | `mesh["tp"].mesh.tolist()` on one rank | `layout.memberships(rank, Kind::TP)?[0].group.to_vec()` |
 //! | `mesh.mesh.reshape(...)` for every group at once | [`Groups::fill`](crate::Groups::fill) or [`Groups::table`](crate::Groups::table) |
@@ -54,3 +59,10 @@
 //! - `encoder_pp = 0` is an error rather than "no encoder": leave both
 //!   encoder sizes out for a decoder-only layout.
 //! - Every check is a typed [`Error`](crate::Error), not an `assert`.
+
+mod args;
+mod command_line;
+mod rank_generator;
+
+pub use args::{ArgType, MEGATRON_ARGS, MegatronArg, MegatronArgs, MegatronValue};
+pub use rank_generator::RankGenerator;

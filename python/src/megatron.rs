@@ -1,0 +1,159 @@
+//! Megatron-LM's vocabulary: its arguments read through the crate's one
+//! table (`megatron_config`), and its `RankGenerator`.
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyList, PyMapping, PyString};
+use rank_layout::megatron::{ArgType, MEGATRON_ARGS, MegatronArgs, MegatronValue, RankGenerator};
+
+use crate::config;
+use crate::error::{OrRaise, raise};
+use crate::value::{describe, offset, size, string};
+
+/// A Python value as a Megatron-LM argument value (`None`: not given).
+fn value(name: &str, takes: ArgType, obj: &Bound<'_, PyAny>) -> PyResult<Option<MegatronValue>> {
+    if obj.is_none() {
+        return Ok(None);
+    }
+    let int = |o: &Bound<'_, PyAny>| -> PyResult<i64> {
+        if o.is_instance_of::<PyBool>() || o.is_instance_of::<PyString>() {
+            return Err(raise(format!("{name} must be an int, got {}", describe(o))));
+        }
+        o.call_method0("__index__")
+            .and_then(|i| i.extract::<i64>())
+            .map_err(|_| raise(format!("{name} must be an int, got {}", describe(o))))
+    };
+    Ok(Some(match takes {
+        ArgType::Flag => MegatronValue::Bool(obj.is_truthy()?),
+        ArgType::Ints => {
+            if obj.is_instance_of::<PyString>() {
+                return Err(raise(format!(
+                    "{name} must be a list of ints, got {}",
+                    describe(obj)
+                )));
+            }
+            match obj.try_iter() {
+                Ok(items) => {
+                    MegatronValue::Ints(items.map(|i| int(&i?)).collect::<PyResult<Vec<i64>>>()?)
+                }
+                Err(_) => MegatronValue::Int(int(obj)?),
+            }
+        }
+        _ => MegatronValue::Int(int(obj)?),
+    }))
+}
+
+/// The configuration keys of Megatron-LM arguments, read through the
+/// crate's table with Megatron-Core's defaults: ``args`` is an
+/// ``argparse.Namespace`` (Megatron-LM's ``get_args()``), a mapping, or any
+/// object with the attributes; missing or ``None`` arguments are left out.
+///
+/// >>> from rank_layout import megatron_config
+/// >>> megatron_config({"tensor_model_parallel_size": 4, "world_size": 32})
+/// {'tp': 4, 'world_size': 32}
+#[pyfunction]
+pub(crate) fn megatron_config<'py>(
+    py: Python<'py>,
+    args: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let mapping = args.cast::<PyMapping>().ok();
+    let mut parsed = MegatronArgs::new();
+    for arg in MEGATRON_ARGS.iter() {
+        let obj = match &mapping {
+            Some(m) => match m.contains(arg.name)? {
+                true => m.get_item(arg.name)?,
+                false => continue,
+            },
+            None => match args.getattr(arg.name) {
+                Ok(v) => v,
+                Err(_) => continue,
+            },
+        };
+        if let Some(v) = value(arg.name, arg.takes, &obj)? {
+            parsed.set(arg.name, v).or_raise()?;
+        }
+    }
+    let config = parsed.config().or_raise()?;
+    let all = config::to_dict(py, &config)?;
+    let out = PyDict::new(py);
+    let given: Vec<&str> = parsed.given().map(|(a, _)| a.key).collect();
+    for (key, v) in all.iter() {
+        let key: String = key.extract()?;
+        // The keys the arguments set (etp only when it differs from tp).
+        let set = match key.as_str() {
+            "etp" | "encoder_tp" | "encoder_pp" => !v.is_none(),
+            "order" => config.order != rank_layout::Order::default(),
+            "hierarchical_cp" => !config.hierarchical_cp.is_empty(),
+            "dist_opt_instances" => config.dist_opt_instances != 1,
+            k => given.contains(&k),
+        };
+        if set {
+            out.set_item(key, v)?;
+        }
+    }
+    Ok(out)
+}
+
+/// Every Megatron-LM argument the package reads: ``(name, flag, key,
+/// meaning)`` rows of the crate's one table.
+pub(crate) fn table<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+    let rows = PyList::empty(py);
+    for a in MEGATRON_ARGS.iter() {
+        rows.append((a.name, a.flag, a.key, a.meaning))?;
+    }
+    Ok(rows)
+}
+
+/// Megatron-LM's ``RankGenerator`` (commit 4ff9e66): the same arguments,
+/// as keywords too, and ``get_ranks`` returning exactly its lists.
+///
+/// >>> from rank_layout.megatron import RankGenerator
+/// >>> g = RankGenerator(tp=2, ep=1, dp=3, pp=4, cp=1, order="tp-dp-pp")
+/// >>> g.get_ranks("dp")[-1]
+/// [19, 21, 23]
+/// >>> RankGenerator(1, 2, 4, 1, 1, "tp-cp-ep-dp-pp").get_ranks("ep", independent_ep=True)
+/// [[0, 1], [2, 3]]
+#[pyclass(frozen, name = "RankGenerator", module = "rank_layout.megatron")]
+pub(crate) struct PyRankGenerator {
+    inner: RankGenerator,
+}
+
+#[pymethods]
+impl PyRankGenerator {
+    #[new]
+    #[pyo3(signature = (tp, ep, dp, pp, cp, order, rank_offset=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        tp: &Bound<'_, PyAny>,
+        ep: &Bound<'_, PyAny>,
+        dp: &Bound<'_, PyAny>,
+        pp: &Bound<'_, PyAny>,
+        cp: &Bound<'_, PyAny>,
+        order: &Bound<'_, PyAny>,
+        rank_offset: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let offset = match rank_offset {
+            Some(o) => offset("rank_offset", o)?,
+            None => 0,
+        };
+        let inner = RankGenerator::new(
+            size("tp", tp)?,
+            size("ep", ep)?,
+            size("dp", dp)?,
+            size("pp", pp)?,
+            size("cp", cp)?,
+            &string("order", "'tp-cp-ep-dp-pp'", order)?,
+            offset,
+        )
+        .or_raise()?;
+        Ok(PyRankGenerator { inner })
+    }
+
+    /// The groups of the axes in ``token`` (``"tp-dp"``), as Megatron-LM
+    /// lists them; with ``independent_ep``, ``ep`` is an axis and ``dp``
+    /// means ``dp // ep``.
+    #[pyo3(signature = (token, independent_ep=false))]
+    fn get_ranks(&self, token: &Bound<'_, PyAny>, independent_ep: bool) -> PyResult<Vec<Vec<u32>>> {
+        let token = string("token", "'tp-dp'", token)?;
+        self.inner.get_ranks(&token, independent_ep).or_raise()
+    }
+}
