@@ -442,3 +442,5 @@ def _global(
                 on_create(pg, spec)
     del rank
     return mine
+
+from rank_layout.torch.device_mesh import device_mesh  # noqa: E402,F401  (a DeviceMesh of a Mesh)
