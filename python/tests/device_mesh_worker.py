@@ -143,7 +143,9 @@ def titan_job(kwargs: dict[str, Any], rank: int, calls: Calls) -> dict[str, Any]
 
     from rank_layout.torch import torchtitan_meshes
 
-    full = dict(dp_replicate=1, dp_shard=-1, cp=1, tp=1, pp=1, ep=1)
+    import torch.distributed as dist
+
+    full = dict(dp_replicate=1, dp_shard=-1, cp=1, tp=1, pp=1, ep=1, world_size=dist.get_world_size())
     full.update(kwargs)
     before = calls.n
     pd = ParallelDims(**full)
