@@ -43,8 +43,8 @@ members-only like the dims' (``_flatten`` itself would make every group of
 the flattened dim on every rank). That takes DeviceMesh's private layout
 bookkeeping (``_MeshLayout``, the ``_layout``/``_rank_map``/``_root_mesh``
 constructor arguments and ``_flatten_mapping``, as ``_flatten`` fills
-them), present in torch 2.9 and later; a torch without it refuses flattens
-with a :class:`~rank_layout.LayoutError`. More than ``_flatten`` allows:
+them), as torch 2.15 has it; a torch without it refuses flattens with a
+:class:`~rank_layout.LayoutError`. More than ``_flatten`` allows:
 
 - a flatten of any dims of the mesh, in any order (``_flatten`` needs a
   sub-mesh, so dims in mesh order); its members are in the mesh's order;
@@ -111,15 +111,15 @@ def check_torch(*, layouts: bool) -> None:
     except ImportError as e:  # pragma: no cover - every torch >= 2.2 has it
         raise LayoutError(f"torch {torch.__version__} has no DeviceMesh ({e})") from None
     if not hasattr(DeviceMesh, "from_group"):
-        raise LayoutError(f"torch {torch.__version__}'s DeviceMesh has no from_group (torch 2.4 or later has it)")
+        raise LayoutError(f"torch {torch.__version__}'s DeviceMesh has no from_group")
     params = inspect.signature(dist.new_group).parameters
     wrapped = any(p.kind == p.VAR_KEYWORD for p in params.values())  # a wrapper passing keywords on
     if "use_local_synchronization" not in params and not wrapped:
         raise LayoutError(f"torch {torch.__version__}'s new_group has no use_local_synchronization")
     if layouts and _layout_classes() is None:
         raise LayoutError(
-            f"torch {torch.__version__}'s DeviceMesh has no layouts (torch.distributed._mesh_layout, "
-            "torch 2.9 or later): flattened dims and meshes sharing a root cannot be made members-only"
+            f"torch {torch.__version__}'s DeviceMesh has no layouts (torch.distributed._mesh_layout): "
+            "flattened dims and meshes sharing a root cannot be made members-only"
         )
 
 
@@ -248,8 +248,8 @@ def sub_mesh(root: Any, names: Sequence[str], families: Sequence[Family], groups
     meshes: a layout over the root's rank map), with ``groups``."""
     from torch.distributed.device_mesh import DeviceMesh
 
-    flat_layout, mesh_layout = _layout_classes()  # type: ignore[misc]
-    layout = mesh_layout([flat_layout(tuple(f.sizes), tuple(f.strides)) for f in families])
+    flat, mesh_layout = _layout_classes()  # type: ignore[misc]
+    layout = mesh_layout([flat(tuple(f.sizes), tuple(f.strides)) for f in families])
     kwargs: dict[str, Any] = {}
     if "preserve_rank_order" in inspect.signature(DeviceMesh.__init__).parameters:
         kwargs["preserve_rank_order"] = root._preserve_rank_order
@@ -266,10 +266,6 @@ def sub_mesh(root: Any, names: Sequence[str], families: Sequence[Family], groups
     for pg in groups:
         root._pg_registry[pg.group_name] = pg
     return sub
-
-
-def flat_layout(f: Family) -> Any:
-    return _layout_classes()[0](tuple(f.sizes), tuple(f.strides))  # type: ignore[index]
 
 
 # --- the mesh -----------------------------------------------------------------
@@ -350,14 +346,13 @@ class _Plan:
         named = {name: parse_spec(spec) for name, spec in mesh.flattens}
 
         # The DeviceMesh's dims: entries of dims of the factorisation.
-        given_names = {}
+        given_names: dict[tuple[str, ...], str] = {}  # merged dims named by a flatten
         if dims is None:
             entries = [(d,) for d in reversed(fact.names)]
         else:
             if isinstance(dims, str):
                 dims = [dims]
             entries = []
-            given_names: dict[tuple[str, ...], str] = {}
             for e in dims:
                 if isinstance(e, str) and e in named and named[e][0] == view and e not in fact.names:
                     names = named[e][1]
@@ -425,9 +420,8 @@ class _Plan:
                 raise LayoutError(f"unknown flatten {name!r} (the mesh's: {', '.join(named) or 'none'})")
             v, d = named[name]
             if v == view:
-                sizes, strides = fact.sizes, fact.strides
                 picked = [i for i in reversed(range(len(fact.names))) if fact.names[i] in d]
-                f = Family(name, tuple(sizes[i] for i in picked), tuple(istride[fact.names[i]] for i in picked))
+                f = Family(name, tuple(fact.sizes[i] for i in picked), tuple(istride[fact.names[i]] for i in picked))
             elif identity:
                 f = Family(name, *facts[v].modes(d))
             elif explicit:

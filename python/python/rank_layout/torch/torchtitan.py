@@ -65,9 +65,10 @@ from __future__ import annotations
 
 import math
 from datetime import timedelta
-from typing import Any, Iterable, Optional, Sequence, Union
+from typing import Any, Iterable, Optional, Union
 
 import numpy as np
+import torch
 import torch.distributed as dist
 
 from rank_layout import LayoutError, torchtitan_mesh
@@ -185,11 +186,11 @@ class TorchtitanMeshes:
     # --- building -------------------------------------------------------
 
     def _family(self, name: str, degree: int, fake: bool) -> Family:
-        facts = factorisations(self.mesh)
+        """The groups of torchtitan's dim ``name``: rank-layout's dim set
+        behind it, the slowest dim first, over the world's ranks."""
         spec = _DIM_SETS[name]
-        named = dict(self.mesh.flattens)
-        view, dims = parse_spec(named.get(spec, spec))
-        sizes, strides = facts[view].modes(dims)
+        view, dims = parse_spec(dict(self.mesh.flattens).get(spec, spec))
+        sizes, strides = factorisations(self.mesh)[view].modes(dims)
         assert math.prod(sizes) == degree, (name, sizes, degree)
         return Family(name, sizes, strides, "fake" if fake else None)
 
@@ -213,8 +214,6 @@ class TorchtitanMeshes:
     def _build(self, timeout: Optional[timedelta]) -> None:
         from torch.distributed.device_mesh import DeviceMesh
 
-        import torch
-
         plan = self._unflatten_plan()
         world = Family("world", (self.world_size,), (1,))
         loss_size = self.dp_replicate * self.dp_shard * self.cp
@@ -237,14 +236,15 @@ class TorchtitanMeshes:
             self._world_mesh = DeviceMesh(self.device_type, tensor, mesh_dim_names=("world",), _init_backend=False)
             self._world_mesh._dim_group_names = []
             return
-        by_family = dict(zip([id(f) for f in order], groups))
         root = DeviceMesh.from_group(groups[0], self.device_type, mesh=tensor, mesh_dim_names=("world",))
         self._world_mesh = root
+        loss_mesh = sub_mesh(root, ("loss_mesh",), [loss], [groups[len(per_mesh["dataloading"]) + 1]])
         meshes = {}
+        at = 1  # groups[at:] are the dims of the meshes, in plan order (loss after data loading)
         for key, names, _ in plan:
             fams = per_mesh[key]
-            meshes[key] = sub_mesh(root, names, fams, [by_family[id(f)] for f in fams])
-        loss_mesh = sub_mesh(root, ("loss_mesh",), [loss], [by_family[id(loss)]])
+            meshes[key] = sub_mesh(root, names, fams, groups[at:at + len(fams)])
+            at += len(fams) + (key == "dataloading")
         root._flatten_mapping["loss_mesh"] = loss_mesh
 
         dataloading, dense, sparse = meshes["dataloading"], meshes["dense"], meshes["sparse"]
