@@ -1,7 +1,11 @@
 """What one rank's process-group set-up costs at scale: Megatron-Core's
 ``initialize_model_parallel``, rank-layout's drop-in
-(``rank_layout.torch.megatron.initialize_model_parallel``), and torch's
-``init_device_mesh`` of a 5-D mesh (torchtitan's dims).
+(``rank_layout.torch.megatron.initialize_model_parallel``), torch's
+``init_device_mesh`` of a 5-D mesh (torchtitan's dims), torchtitan's
+``ParallelDims.build_mesh`` (``init_device_mesh`` of the world, then its
+unflattens and flatten) and rank-layout's drop-in for it
+(``rank_layout.torch.torchtitan_meshes``), and ``rank_layout.torch.device_mesh``
+of the same 5-D mesh.
 
     python python/bench_init.py                       # W = 4,096, 16,384, 131,072
     python python/bench_init.py --worlds 16384 --rank 5
@@ -18,7 +22,12 @@ Each world runs in processes of its own (``--runs``, default 3; the fastest
 is reported, the machine being shared), the set-ups one after the other in
 each (the same process, side by side), each with the same layout:
 tp 8, pp 8, cp 2, ep 8 (etp = tp), dp = W / 128; the mesh is
-(pp 8, dp_replicate 2, dp_shard W / 256, cp 2, tp 8). ``new_group`` calls are
+(pp 8, dp_replicate 2, dp_shard W / 256, cp 2, tp 8), torchtitan's
+``ParallelDims(dp_replicate=2, dp_shard=-1, cp=2, tp=8, pp=8, ep=8)`` with
+its default ``spmd_backend`` (every mesh it builds, rank-layout's too: the
+figures include the DeviceMesh objects, whose constructor walks the whole
+rank map). A rank-layout row's last column compares it with the set-up it
+replaces (Megatron-Core's, or torchtitan's). ``new_group`` calls are
 counted by wrapping ``torch.distributed.new_group`` (and the names
 ``distributed_c10d`` and ``device_mesh`` call it by; ``split_group`` too).
 Megatron-Core's default ``create_gloo_process_groups=True`` is kept; a gloo
@@ -131,6 +140,38 @@ def one_world(world: int, rank: int, limit: float, repeat: int) -> list[dict[str
     names = ("pp", "dp_replicate", "dp_shard", "cp", "tp")
     got = timed(lambda: init_device_mesh("cpu", shape, mesh_dim_names=names), counter, limit)
     rows.append({"setup": "init_device_mesh " + "x".join(map(str, shape)), **got})
+    ref = init_device_mesh("cpu", shape, mesh_dim_names=names) if got["seconds"] is not None else None
+
+    from rank_layout import Mesh
+    from rank_layout.torch import device_mesh
+
+    runs = []
+    for _ in range(repeat):
+        ours: dict[str, Any] = {}
+        runs.append(timed(lambda: ours.update(dm=device_mesh(Mesh.from_device_mesh(shape, names), "cpu")), counter, limit))
+    assert ref is None or dist.get_process_group_ranks(ours["dm"].get_group("dp_shard")) == dist.get_process_group_ranks(
+        ref.get_group("dp_shard"))
+    rows.append({"setup": "rank-layout device_mesh", "seconds": statistics.median(r["seconds"] for r in runs),
+                 "calls": runs[0]["calls"], "note": f"median of {repeat}", "baseline": len(rows) - 1})
+
+    import logging
+
+    from torchtitan.distributed.parallel_dims import ParallelDims
+
+    from rank_layout.torch import torchtitan_meshes
+
+    logging.disable(logging.INFO)  # torchtitan's log lines
+    degrees = dict(dp_replicate=2, dp_shard=-1, cp=2, tp=8, pp=8, ep=8)
+    got = timed(lambda: ParallelDims(**degrees, world_size=world).build_mesh(), counter, limit)
+    rows.append({"setup": "init_device_mesh + torchtitan build_mesh", **got})
+    runs = []
+    for _ in range(repeat):
+        ours: dict[str, Any] = {}
+        runs.append(timed(lambda: ours.update(m=torchtitan_meshes(**degrees, device_type="cpu")), counter, limit))
+    efsdp = dist.get_process_group_ranks(ours["m"].get_mesh("efsdp").get_group())
+    assert len(efsdp) == world // 128 and rank in efsdp
+    rows.append({"setup": "rank-layout torchtitan_meshes", "seconds": statistics.median(r["seconds"] for r in runs),
+                 "calls": runs[0]["calls"], "note": f"median of {repeat}", "baseline": len(rows) - 1})
     dist.destroy_process_group()
     for row in rows:
         row["world"] = world
@@ -165,18 +206,21 @@ def main() -> None:
     import megatron.core
     import torch
 
-    print(f"torch {torch.__version__}, megatron-core {megatron.core.__version__}, Python {platform.python_version()}, "
-          f"{platform.machine()}; layout tp 8, pp 8, cp 2, ep 8; fake backend, one rank; "
-          f"fastest of {args.runs} processes")
+    from importlib.metadata import version
+
+    print(f"torch {torch.__version__}, megatron-core {megatron.core.__version__}, torchtitan {version('torchtitan')}, "
+          f"Python {platform.python_version()}, {platform.machine()}; layout tp 8, pp 8, cp 2, ep 8; "
+          f"fake backend, one rank; fastest of {args.runs} processes")
     print()
-    print("| W | set-up | seconds | new_group calls | vs Megatron-Core |")
+    print("| W | set-up | seconds | new_group calls | rank-layout's speed-up |")
     print("| ---: | --- | ---: | ---: | ---: |")
     for world in args.worlds:
         mine = [r for r in rows if r["world"] == world]
-        base = mine[0]["seconds"]
         for r in mine:
+            base = mine[r.get("baseline", 0)]["seconds"]
             secs = "-" if r["seconds"] is None else f"{r['seconds']:.4f}"
-            ratio = "" if base is None or r["seconds"] is None or r is mine[0] else f"{base / r['seconds']:,.0f}x"
+            ratio = ("" if base is None or r["seconds"] is None or not r["setup"].startswith("rank-layout")
+                     else f"{base / r['seconds']:,.0f}x")
             note = f" ({r['note']})" if r.get("note") and r["seconds"] is None else ""
             print(f"| {world:,} | {r['setup']}{note} | {secs} | {r['calls']:,} | {ratio} |")
 

@@ -418,3 +418,6 @@ def _global(
                 on_create(pg, spec)
     del rank
     return mine
+
+from rank_layout.torch.device_mesh import device_mesh  # noqa: E402,F401  (a DeviceMesh of a Mesh)
+from rank_layout.torch.torchtitan import torchtitan_meshes  # noqa: E402,F401  (torchtitan's meshes)
