@@ -216,9 +216,11 @@ pub(crate) fn fill_box(base: u32, digits: &[Digit], start: u64, out: &mut [u32])
     }
 }
 
-/// Positions of the tile [`fill_whole`] stamps: 16 KiB of `u32`, which
-/// stays in the first-level cache while it is copied.
-const STAMP: u64 = 4096;
+/// Positions of the tile [`fill_whole`] stamps: 8 KiB of `u32`, so that the
+/// tile and the place it is copied to (16 KiB) stay in the first-level
+/// cache together (16 KiB tiles measured 1.3x a plain write at 1,048,576
+/// ranks, 8 KiB ones 1.0x).
+const STAMP: u64 = 2048;
 
 /// Writes a whole box (`out.len()` is its size): a tile of at most
 /// [`STAMP`] positions (whole digits, then `f` units of the next digit) is

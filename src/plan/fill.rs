@@ -66,7 +66,7 @@ impl Pattern {
 /// Members the copies of [`replicate_groups`] read at most: past this, the
 /// tiles already written are stamped from the start rather than doubled,
 /// so that every copy reads from the first levels of the cache.
-const STAMP_MEMBERS: usize = 4096;
+const STAMP_MEMBERS: usize = 2048;
 
 /// Given a tile of `tile` groups at member place `at`, writes `count - 1`
 /// more tiles after it, tile `i` being the first plus `i * steps` (per part).
