@@ -30,10 +30,10 @@ pub(crate) fn array_of<'py>(
 }
 
 /// Every kind of `kinds` as a `uint32` array of shape (groups, group size),
-/// all views of **one** NumPy allocation filled by the crate without the
-/// GIL: one set of page faults (NumPy advises huge pages for large
-/// arrays) instead of one per kind, which is what costs most when every
-/// array is kept.
+/// all views of **one** allocation filled by the crate without the GIL
+/// and handed to NumPy without a copy. (A NumPy allocation of that size
+/// gets huge-page advice, whose compaction made it five times slower when
+/// every array is kept: measured, not used.)
 ///
 /// # Errors
 /// A [`LayoutError`](crate::error::LayoutError) for a kind whose groups
@@ -52,20 +52,23 @@ pub(crate) fn arrays_of<'py>(
     crate::memory::check_array(total)?;
     let len = usize::try_from(total)
         .map_err(|_| raise(format!("{total} members do not fit this machine")))?;
-    let base = PyArray1::<u32>::zeros(py, len, false);
-    {
-        let mut rw = base.readwrite();
-        let all = rw.as_slice_mut().map_err(|e| raise(e.to_string()))?;
-        py.detach(|| -> Result<(), rank_layout::Error> {
+    let members = py
+        .detach(|| -> Result<Vec<u32>, rank_layout::Error> {
+            let mut all: Vec<u32> = Vec::new();
+            all.try_reserve_exact(len).map_err(|_| rank_layout::Error::OutOfMemory {
+                members: total,
+                bytes: total.saturating_mul(4),
+            })?;
+            all.resize(len, 0);
             let mut at = 0usize;
             for (_, groups) in kinds {
                 let rest = all.get_mut(at..).unwrap_or_default();
                 at += groups.clone().fill(rest)?;
             }
-            Ok(())
+            Ok(all)
         })
         .or_raise()?;
-    }
+    let base = PyArray1::from_vec(py, members);
     let out = PyDict::new(py);
     let mut at = 0usize;
     for ((kind, _), (count, width)) in kinds.iter().zip(shapes) {
