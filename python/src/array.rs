@@ -55,10 +55,11 @@ pub(crate) fn arrays_of<'py>(
     let members = py
         .detach(|| -> Result<Vec<u32>, rank_layout::Error> {
             let mut all: Vec<u32> = Vec::new();
-            all.try_reserve_exact(len).map_err(|_| rank_layout::Error::OutOfMemory {
-                members: total,
-                bytes: total.saturating_mul(4),
-            })?;
+            all.try_reserve_exact(len)
+                .map_err(|_| rank_layout::Error::OutOfMemory {
+                    members: total,
+                    bytes: total.saturating_mul(4),
+                })?;
             all.resize(len, 0);
             let mut at = 0usize;
             for (_, groups) in kinds {
