@@ -13,7 +13,7 @@ import traceback
 import warnings
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 import pytest
 
@@ -166,58 +166,13 @@ def reset(module: Any) -> None:
 # -- spawned processes ---------------------------------------------------------
 
 
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 def spawn(world: int, jobs: list, tmp_path: Path, deadline_s: float) -> list[dict[str, Any]]:
     """Runs :func:`run` in ``world`` spawned processes on a gloo world over
-    loopback. A process that fails ends the run at once; a run past
-    ``deadline_s`` (a hang) is killed and fails the test. Each rank's
-    results, by job name."""
-    import multiprocessing
-    import time
+    loopback (worlds.run_world). Each rank's results, by job name."""
+    import worlds
 
-    ctx = multiprocessing.get_context("spawn")
-    port = free_port()
-    procs = [
-        ctx.Process(target=run, args=(rank, world, port, str(tmp_path), jobs), daemon=True) for rank in range(world)
-    ]
-    start = time.monotonic()
-    for p in procs:
-        p.start()
-    failure = None
-    try:
-        while any(p.is_alive() for p in procs):
-            if any(p.exitcode not in (None, 0) for p in procs):
-                failure = "a process failed"
-                break
-            if time.monotonic() - start > deadline_s:
-                failure = f"hung (deadline {deadline_s:.0f} s), killed"
-                break
-            time.sleep(0.2)
-    finally:
-        for p in procs:
-            if p.is_alive():
-                p.kill()
-        for p in procs:
-            p.join(10)
-    results = []
-    for rank in range(world):
-        f = tmp_path / f"{rank}.json"
-        results.append(json.loads(f.read_text()) if f.exists() else {"rank": rank, "error": "no result"})
-    errors = [f"rank {r['rank']}: {r['error']}" for r in results if r["error"]]
-    codes = [p.exitcode for p in procs]
-    if failure or errors or any(codes):
-        pytest.fail(
-            f"{failure or 'failed'} after {time.monotonic() - start:.0f} s; exit codes {codes}\n" + "\n".join(errors[:3])
-        )
-    print(f"{world} processes: {time.monotonic() - start:.1f} s")
-    return results
+    return worlds.run_world(run, world, jobs, tmp_path, deadline_s)
 
 
 def run(rank: int, world: int, port: int, out: str, jobs: list) -> None:

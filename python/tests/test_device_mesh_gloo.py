@@ -18,12 +18,8 @@ they fail (conftest.require)."""
 
 from __future__ import annotations
 
-import json
-import multiprocessing
 import os
-import socket
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -35,12 +31,8 @@ require("torchtitan.distributed.parallel_dims")
 import torch.distributed as dist  # noqa: E402
 
 import device_mesh_worker  # noqa: E402
+import worlds  # noqa: E402
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(autouse=True)
@@ -53,43 +45,9 @@ def loopback_only(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def run_world(world: int, jobs: list, tmp_path: Path, deadline_s: float) -> list[dict[str, Any]]:
-    """Runs device_mesh_worker.run in ``world`` spawned processes; a failed
-    process ends the run at once, a run past ``deadline_s`` is killed."""
-    ctx = multiprocessing.get_context("spawn")
-    port = free_port()
-    procs = [
-        ctx.Process(target=device_mesh_worker.run, args=(rank, world, port, str(tmp_path), jobs), daemon=True)
-        for rank in range(world)
-    ]
-    start = time.monotonic()
-    for p in procs:
-        p.start()
-    failure = None
-    try:
-        while any(p.is_alive() for p in procs):
-            if any(p.exitcode not in (None, 0) for p in procs):
-                failure = "a process failed"
-                break
-            if time.monotonic() - start > deadline_s:
-                failure = f"hung (deadline {deadline_s:.0f} s), killed"
-                break
-            time.sleep(0.2)
-    finally:
-        for p in procs:
-            if p.is_alive():
-                p.kill()
-        for p in procs:
-            p.join(10)
-    results = []
-    for rank in range(world):
-        f = tmp_path / f"{rank}.json"
-        results.append(json.loads(f.read_text()) if f.exists() else {"rank": rank, "error": "no result"})
-    errors = [f"rank {r['rank']}: {r['error']}" for r in results if r["error"]]
-    codes = [p.exitcode for p in procs]
-    if failure or errors or any(codes):
-        pytest.fail(f"{failure or 'failed'} after {time.monotonic() - start:.0f} s; exit codes {codes}\n"
-                    + "\n".join(errors[:3]))
-    print(f"{world} processes: {time.monotonic() - start:.1f} s")
+    """Runs device_mesh_worker.run in ``world`` spawned processes
+    (worlds.run_world) and fails on any difference a rank found."""
+    results = worlds.run_world(device_mesh_worker.run, world, jobs, tmp_path, deadline_s)
     for r in results:
         for name, job in r["jobs"].items():
             assert not job["differences"], f"rank {r['rank']}, {name}:\n" + "\n".join(job["differences"][:5])

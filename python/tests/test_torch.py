@@ -6,12 +6,8 @@ CI they fail (conftest.require)."""
 
 from __future__ import annotations
 
-import json
-import multiprocessing
 import os
-import socket
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -22,54 +18,15 @@ torch = require("torch")
 import torch.distributed as dist  # noqa: E402
 
 import dist_worker  # noqa: E402
+import worlds  # noqa: E402
 from rank_layout import Layout  # noqa: E402
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 def run_world(world: int, jobs: list, tmp_path: Path, deadline_s: float) -> list[dict[str, Any]]:
-    """Runs dist_worker.run in ``world`` spawned processes. A process that
-    fails ends the run at once; a run past ``deadline_s`` (a hang) is killed
-    and fails the test."""
-    ctx = multiprocessing.get_context("spawn")
-    port = free_port()
-    procs = [
-        ctx.Process(target=dist_worker.run, args=(rank, world, port, str(tmp_path), jobs), daemon=True)
-        for rank in range(world)
-    ]
-    start = time.monotonic()
-    for p in procs:
-        p.start()
-    failure = None
-    try:
-        while any(p.is_alive() for p in procs):
-            if any(p.exitcode not in (None, 0) for p in procs):
-                failure = "a process failed"
-                break
-            if time.monotonic() - start > deadline_s:
-                failure = f"hung (deadline {deadline_s:.0f} s), killed"
-                break
-            time.sleep(0.2)
-    finally:
-        for p in procs:
-            if p.is_alive():
-                p.kill()
-        for p in procs:
-            p.join(10)
-    results = []
-    for rank in range(world):
-        f = tmp_path / f"{rank}.json"
-        results.append(json.loads(f.read_text()) if f.exists() else {"rank": rank, "error": "no result"})
-    errors = [f"rank {r['rank']}: {r['error']}" for r in results if r["error"]]
-    codes = [p.exitcode for p in procs]
-    if failure or errors or any(codes):
-        pytest.fail(f"{failure or 'failed'} after {time.monotonic() - start:.0f} s; exit codes {codes}\n"
-                    + "\n".join(errors[:3]))
-    print(f"{world} processes: {time.monotonic() - start:.1f} s")
+    """Runs dist_worker.run in ``world`` spawned processes (worlds.run_world)
+    and checks every rank checked each of its groups of each job."""
+    results = worlds.run_world(dist_worker.run, world, jobs, tmp_path, deadline_s)
     for r in results:  # each rank checked each of its groups of each job
         assert r["checked"] == {f"{name}/{method}": memberships(config, r["rank"]) for name, config, method in jobs}
     return results
