@@ -343,8 +343,9 @@ fn used_note(pasted: &MegatronArgs, explicit: &MegatronArgs, short: &Keys) -> St
                 .find(|(b, _)| b.name == a.name)
                 .map(|(b, w)| megatron::as_flag(b, w));
             let by_key = || {
-                megatron::decided(a)
-                    .into_iter()
+                a.decides()
+                    .iter()
+                    .copied()
                     .find_map(|k| short.origins.get(k).map(Origin::to_string))
             };
             match by_flag.or_else(by_key) {
@@ -380,7 +381,7 @@ fn deciders(
     label: &dyn Fn(&MegatronArg, &MegatronValue) -> String,
 ) -> String {
     args.given()
-        .filter(|(a, _)| megatron::decided(a).contains(&key))
+        .filter(|(a, _)| a.decides().contains(&key))
         .map(|(a, v)| label(a, v))
         .collect::<Vec<_>>()
         .join(" and ")

@@ -164,23 +164,11 @@ pub fn keys(args: &MegatronArgs) -> Result<Vec<(&'static str, Option<Value>)>, F
         Ok(Value::Object(map)) => map,
         _ => Map::new(),
     };
-    let mut out: Vec<(&'static str, Option<Value>)> = Vec::new();
-    for key in args.given().flat_map(|(a, _)| decided(a)) {
-        if !out.iter().any(|(k, _)| *k == key) {
-            out.push((key, all.get(key).cloned()));
-        }
-    }
-    Ok(out)
-}
-
-/// The configuration keys argument `arg` decides: its own, and both
-/// encoder keys for either encoder argument (whether there is an encoder
-/// depends on both).
-pub fn decided(arg: &MegatronArg) -> Vec<&'static str> {
-    match arg.key {
-        "encoder_tp" | "encoder_pp" => vec!["encoder_tp", "encoder_pp"],
-        key => vec![key],
-    }
+    Ok(args
+        .keys()
+        .into_iter()
+        .map(|key| (key, all.get(key).cloned()))
+        .collect())
 }
 
 /// `--tensor-model-parallel-size 8`, `--use-tp-pp-dp-mapping`,

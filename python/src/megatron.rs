@@ -75,7 +75,7 @@ pub(crate) fn megatron_config<'py>(
     let config = parsed.config().or_raise()?;
     let all = config::to_dict(py, &config)?;
     let out = PyDict::new(py);
-    let given: Vec<&str> = parsed.given().map(|(a, _)| a.key).collect();
+    let given = parsed.keys();
     for (key, v) in all.iter() {
         let key: String = key.extract()?;
         // The keys the arguments set (etp only when it differs from tp).

@@ -173,6 +173,23 @@ const fn arg(
 }
 
 impl MegatronArg {
+    /// The [`Config`] keys this argument decides: its own, and both encoder
+    /// keys for either encoder argument (whether there is an encoder, and
+    /// its tp, depend on both).
+    ///
+    /// ```
+    /// use rank_layout::megatron::MegatronArg;
+    /// let arg = MegatronArg::find("--encoder-pipeline-model-parallel-size").unwrap();
+    /// assert_eq!(arg.decides(), &["encoder_tp", "encoder_pp"]);
+    /// ```
+    pub fn decides(&self) -> &[&'static str] {
+        const ENCODER: [&str; 2] = ["encoder_tp", "encoder_pp"];
+        match self.key {
+            "encoder_tp" | "encoder_pp" => &ENCODER,
+            _ => std::slice::from_ref(&self.key),
+        }
+    }
+
     /// The argument named `name`: its underscore name (`tensor_model_parallel_size`),
     /// its flag (`--tensor-model-parallel-size`) or the flag without dashes.
     pub fn find(name: &str) -> Option<&'static MegatronArg> {
@@ -270,6 +287,19 @@ impl MegatronArgs {
         self.given.retain(|(a, _)| a.name != arg.name);
         self.given.push((arg, value));
         Ok(true)
+    }
+
+    /// The [`Config`] keys the recorded arguments decide, each once, in the
+    /// order given ([`MegatronArg::decides`]): the keys of
+    /// [`config`](Self::config) these arguments set, default or not.
+    pub fn keys(&self) -> Vec<&'static str> {
+        let mut out: Vec<&'static str> = Vec::new();
+        for key in self.given.iter().flat_map(|(a, _)| a.decides()) {
+            if !out.contains(key) {
+                out.push(key);
+            }
+        }
+        out
     }
 
     /// The arguments recorded, in the order given, with their values.
