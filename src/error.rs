@@ -459,6 +459,71 @@ pub enum Error {
         layout: LayoutShape,
     },
 
+    /// Modules were asked for with none.
+    #[error("no modules: give at least one")]
+    NoModules,
+
+    /// A module's mesh has a dim bridges do not know.
+    #[error("module {module} has dim {dim:?}: a module's dims are tp, gtp, cp, dp and pp")]
+    ModuleDim {
+        /// The module.
+        module: String,
+        /// The dim.
+        dim: String,
+    },
+
+    /// A module's span neither follows the previous one nor coincides with
+    /// the others.
+    #[error(
+        "module {module} holds ranks {first}..{last}, but {}",
+        if *colocated { format!("colocated modules all hold the same ranks, from {expected}, as many as the first") } else { format!("its span must start at rank {expected}, right after the previous module's") }
+    )]
+    ModuleSpans {
+        /// The module.
+        module: String,
+        /// Its first rank.
+        first: u64,
+        /// Its last rank.
+        last: u64,
+        /// Where it had to start.
+        expected: u64,
+        /// Whether the modules are colocated.
+        colocated: bool,
+    },
+
+    /// The edges between modules make a cycle.
+    #[error("the module edges make a cycle: {cycle}")]
+    ModuleCycle {
+        /// The cycle, `a -> b -> a`.
+        cycle: String,
+    },
+
+    /// An edge between modules whose data lane counts do not divide.
+    #[error(
+        "edge {src} -> {dst}: {src} has {src_lanes} data lanes (gtp*dp) and {dst} {dst_lanes}; one count must divide the other"
+    )]
+    LanesNotPaired {
+        /// The source module.
+        src: String,
+        /// The destination module.
+        dst: String,
+        /// The source's lanes.
+        src_lanes: u32,
+        /// The destination's lanes.
+        dst_lanes: u32,
+    },
+
+    /// A bridge communicator kind an edge does not build.
+    #[error("edge {src} -> {dst} builds no {kind} groups")]
+    NotInBridge {
+        /// The kind.
+        kind: &'static str,
+        /// The source module.
+        src: String,
+        /// The destination module.
+        dst: String,
+    },
+
     /// A configuration that does not parse (JSON, CLI value).
     #[error("invalid configuration: {message}")]
     InvalidConfig {

@@ -93,6 +93,7 @@ mod layout_shape;
 mod math;
 pub mod megatron;
 mod mesh;
+mod modules;
 #[cfg(feature = "mpi")]
 pub mod mpi;
 mod order;
@@ -120,6 +121,10 @@ pub use layout_shape::LayoutShape;
 pub use mesh::{
     FlattenSpec, Mesh, MeshCoord, MeshSpec, MeshSplits, MeshSplitsIter, Selection, ViewSpec,
     torchtitan_mesh,
+};
+pub use modules::{
+    Bridge, BridgeKind, BridgeRole, ColocatedMode, ColocatedPlan, Direction, EdgeSpec, GroupList,
+    ModuleSpec, Modules, ModulesSpec, Spans,
 };
 pub use order::Order;
 pub use plan::groups::Groups;

@@ -49,7 +49,8 @@ use crate::plan::view::{GridId, View};
 use crate::plan::{Mapped, Plan};
 use crate::split::Split;
 use crate::topology::Topology;
-use factors::{DimCoords, Factors, MAX_DIMS, is_name};
+pub(crate) use factors::is_name;
+use factors::{DimCoords, Factors, MAX_DIMS};
 
 /// A rank map and its inverse: position -> rank - offset, and back.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

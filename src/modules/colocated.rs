@@ -1,0 +1,178 @@
+//! The bridge of two modules on the same ranks: a gather plan when every
+//! rank's lanes line up (rules C1-C3 and E6), else the leader plan.
+
+use std::fmt;
+
+use crate::modules::bridge::{Direction, Edge, dst_leader, src_leader};
+use crate::modules::group_list::GroupList;
+use crate::modules::lanes::LaneGrid;
+
+/// How colocated modules move activations across their bridge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ColocatedMode {
+    /// Every rank's lanes line up (C1): all-gathers on the side with more
+    /// lanes, each rank keeping its slot.
+    Collective,
+    /// They do not: the leader plan of separate spans over the same ranks,
+    /// a pair whose two leaders are one rank a local copy.
+    P2p,
+}
+
+impl ColocatedMode {
+    /// `collective` or `p2p`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ColocatedMode::Collective => "collective",
+            ColocatedMode::P2p => "p2p",
+        }
+    }
+}
+
+impl fmt::Display for ColocatedMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The colocated part of a [`Bridge`](crate::Bridge).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct ColocatedPlan {
+    /// Gathers, or the leader plan.
+    pub mode: ColocatedMode,
+    /// Why the mode is [`P2p`](ColocatedMode::P2p) (`None` for collective).
+    pub reason: Option<String>,
+    /// Fan-in: per destination lane and source (tp, cp) position (tp
+    /// fastest), the ranks of its `scale` source lanes at that position;
+    /// fan-out: the same with the sides swapped (C2). Empty when equal or
+    /// p2p.
+    pub gather_groups: GroupList,
+    /// Each rank's slot, in rank order: which `1/scale` of the batch is its
+    /// own (fan-in: source lane mod scale; fan-out: destination lane mod
+    /// scale; 0 when equal). Empty for p2p (C3).
+    pub slots: Vec<u32>,
+    /// Source cp > 1: every source cp group, by lane then tp, gathered
+    /// before the bridge (E6).
+    pub src_cp_gather: Option<GroupList>,
+    /// Destination cp > 1: every destination cp group, by lane then tp,
+    /// summed in the backward pass (E6).
+    pub dst_cp_reduce: Option<GroupList>,
+}
+
+/// The decision for one colocated edge, made once.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct ColocatedEdge {
+    /// Why there is no gather plan, if there is none.
+    pub reason: Option<String>,
+    /// P2p: the bridge group (every leader, sorted), for the ranks' keys.
+    pub leaders: Vec<u32>,
+}
+
+impl ColocatedEdge {
+    /// Decides between the gather plan and the leader plan (an O(world)
+    /// check of C1, stopping at the first rank that fails).
+    pub fn new(a: &LaneGrid, b: &LaneGrid, direction: Direction, scale: u32) -> ColocatedEdge {
+        let reason = if a.pp.size > 1 || b.pp.size > 1 {
+            Some(format!(
+                "pp is {} on the source and {} on the destination: the gather plan needs pp = 1 on both",
+                a.pp.size, b.pp.size
+            ))
+        } else {
+            (a.offset..=a.offset.saturating_add(a.world.saturating_sub(1)))
+                .take(a.world as usize)
+                .find_map(|r| {
+                    let (ls, ld) = (a.coord(r)?.lane, b.coord(r)?.lane);
+                    let (ok, want) = match direction {
+                        Direction::FanIn => (ld == ls / scale, format!("{ls} div {scale} = {}", ls / scale)),
+                        Direction::FanOut => (ls == ld / scale, format!("{ld} div {scale} = {}", ld / scale)),
+                        Direction::Equal => (ls == ld, ls.to_string()),
+                    };
+                    (!ok).then(|| {
+                        let (side, got) = match direction {
+                            Direction::FanOut => ("source", ls),
+                            _ => ("destination", ld),
+                        };
+                        format!(
+                            "rank {r} is on source lane {ls} and destination lane {ld}: its {side} lane is {got}, not {want} (the two grids' data lanes do not line up)"
+                        )
+                    })
+                })
+        };
+        let leaders = if reason.is_some() {
+            let mut l: Vec<u32> = (0..a.lanes())
+                .map(|i| src_leader(a, i))
+                .chain((0..b.lanes()).map(|j| dst_leader(b, j)))
+                .collect();
+            l.sort_unstable();
+            l.dedup();
+            l
+        } else {
+            Vec::new()
+        };
+        ColocatedEdge { reason, leaders }
+    }
+
+    /// Whether the gather plan holds.
+    pub fn collective(&self) -> bool {
+        self.reason.is_none()
+    }
+
+    /// The public plan.
+    pub fn plan(&self, a: &LaneGrid, b: &LaneGrid, edge: &Edge) -> ColocatedPlan {
+        if let Some(reason) = &self.reason {
+            return ColocatedPlan {
+                mode: ColocatedMode::P2p,
+                reason: Some(reason.clone()),
+                gather_groups: GroupList::default(),
+                slots: Vec::new(),
+                src_cp_gather: None,
+                dst_cp_reduce: None,
+            };
+        }
+        let k = edge.scale;
+        let gather = |iter: &LaneGrid, sib: &LaneGrid| {
+            let mut out = Vec::with_capacity(sib.lanes() as usize * sib.positions() as usize);
+            for i in 0..iter.lanes() {
+                for cp in 0..sib.cp.size {
+                    for tp in 0..sib.tp.size {
+                        out.extend((i * k..(i + 1) * k).map(|l| sib.rank(l, tp, cp, 0)));
+                    }
+                }
+            }
+            GroupList::new(out, k as usize)
+        };
+        let gather_groups = match edge.direction {
+            Direction::FanIn => gather(b, a),
+            Direction::FanOut => gather(a, b),
+            Direction::Equal => GroupList::default(),
+        };
+        let slots = (a.offset..)
+            .take(a.world as usize)
+            .map(|r| match edge.direction {
+                Direction::FanIn => a.coord(r).map_or(0, |c| c.lane % k),
+                Direction::FanOut => b.coord(r).map_or(0, |c| c.lane % k),
+                Direction::Equal => 0,
+            })
+            .collect();
+        let cp_groups = |g: &LaneGrid| {
+            (g.cp.size > 1).then(|| {
+                let mut out = Vec::with_capacity(g.world as usize);
+                for lane in 0..g.lanes() {
+                    for tp in 0..g.tp.size {
+                        out.extend((0..g.cp.size).map(|c| g.rank(lane, tp, c, 0)));
+                    }
+                }
+                GroupList::new(out, g.cp.size as usize)
+            })
+        };
+        ColocatedPlan {
+            mode: ColocatedMode::Collective,
+            reason: None,
+            gather_groups,
+            slots,
+            src_cp_gather: cp_groups(a),
+            dst_cp_reduce: cp_groups(b),
+        }
+    }
+}
