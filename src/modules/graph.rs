@@ -94,6 +94,9 @@ fn cycle(names: &[&str], edges: &[(usize, usize)], indegree: &[usize]) -> String
         if let Some(k) = path.iter().position(|&x| x == p) {
             let mut cyc: Vec<usize> = path.split_off(k);
             cyc.reverse();
+            // Start at the module declared first.
+            let first = (0..cyc.len()).min_by_key(|&i| cyc.get(i)).unwrap_or(0);
+            cyc.rotate_left(first);
             cyc.push(*cyc.first().unwrap_or(&p));
             return cyc
                 .iter()
