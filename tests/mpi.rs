@@ -18,7 +18,10 @@ use std::time::{Duration, Instant};
 use rank_layout::mpi::rsmpi::collective::SystemOperation;
 use rank_layout::mpi::traits::*;
 use rank_layout::mpi::{Communicator, SimpleCommunicator};
-use rank_layout::{Config, ExpertLayout, Layout, Mesh, MeshSpec};
+use rank_layout::{
+    BridgeKind, ColocatedMode, Config, Direction, ExpertLayout, Layout, Mesh, MeshSpec, Modules,
+    Spans,
+};
 
 #[allow(dead_code)]
 #[path = "../examples/mpi_launcher.rs"]
@@ -276,6 +279,224 @@ fn check_mesh(world: &SimpleCommunicator, mesh: &Mesh) -> Result<(), String> {
     Ok(())
 }
 
+/// Multi-module layouts of `processes` ranks at most: separate spans with
+/// fan-in, destination cp and source gtp and cp; colocated modules with a
+/// gather plan and with the leader plan.
+fn modules(processes: u32) -> Vec<(&'static str, Modules)> {
+    let m = |text: &str| MeshSpec::parse(text).unwrap().build().unwrap();
+    let mut out = Vec::new();
+    if processes >= 16 {
+        out.push((
+            "modules: enc tp2 dp4 -> llm tp2 cp2 dp2 (fan-in 2, dst cp)",
+            Modules::new(
+                [("enc", m("tp=2,dp=4")), ("llm", m("tp=2,cp=2,dp=2"))],
+                Spans::Consecutive,
+            )
+            .unwrap()
+            .edge("enc", "llm")
+            .unwrap(),
+        ));
+        out.push((
+            "modules: colocated tp2 dp8 -> tp4 dp4 (gather plan)",
+            Modules::new(
+                [("a", m("tp=2,dp=8")), ("b", m("tp=4,dp=4"))],
+                Spans::Colocated,
+            )
+            .unwrap()
+            .edge("a", "b")
+            .unwrap(),
+        ));
+        out.push((
+            "modules: colocated tp2 dp8 -> dp4 tp4 (lanes do not line up: leader plan)",
+            Modules::new(
+                [("a", m("tp=2,dp=8")), ("b", m("dp=4,tp=4"))],
+                Spans::Colocated,
+            )
+            .unwrap()
+            .edge("a", "b")
+            .unwrap(),
+        ));
+    }
+    if processes >= 32 {
+        out.push((
+            "modules: vision gtp2 cp2 dp2 + audio dp8 -> llm tp2 cp2 dp2 pp2",
+            Modules::new(
+                [
+                    ("vision", m("gtp=2,cp=2,dp=2")),
+                    ("audio", m("dp=8")),
+                    ("llm", m("tp=2,cp=2,dp=2,pp=2")),
+                ],
+                Spans::Consecutive,
+            )
+            .unwrap()
+            .edges_from([("vision", "llm"), ("audio", "llm")])
+            .unwrap(),
+        ));
+    }
+    out
+}
+
+/// The test's own data lane of `rank` in `mesh`: its gtp and dp
+/// coordinates, the first listed fastest.
+fn lane_of(mesh: &Mesh, rank: u32) -> u32 {
+    let c = mesh.coord(rank).unwrap();
+    let (mut lane, mut weight) = (0, 1);
+    for (name, size) in mesh.dims() {
+        if name == "gtp" || name == "dp" {
+            lane += c.get(name).unwrap() * weight;
+            weight *= size;
+        }
+    }
+    lane
+}
+
+/// The members of `comm`, gathered over it.
+fn gathered(world: &SimpleCommunicator, comm: &SimpleCommunicator) -> Vec<u32> {
+    let mut out = vec![0i32; comm.size() as usize];
+    comm.all_gather_into(&world.rank(), &mut out[..]);
+    out.into_iter().map(|r| r as u32).collect()
+}
+
+/// Every module and bridge communicator against the plan, then a tensor
+/// along every edge: each destination rank must receive exactly the source
+/// lanes of its lane's block.
+fn check_modules(world: &SimpleCommunicator, modules: &Modules) -> Result<(), String> {
+    let me = world.rank() as u32;
+    let dim_sets = ["tp", "cp", "dp", "pp", "tp-cp"];
+    let comms = modules
+        .communicators(world, &dim_sets)
+        .map_err(|e| e.to_string())?;
+    let inside = u64::from(me) < modules.rank_end();
+    if comms.rank().is_some() != inside {
+        return Err(format!("rank {:?}", comms.rank()));
+    }
+    let names: Vec<String> = modules.names().map(str::to_owned).collect();
+    for name in &names {
+        let mesh = modules.module(name).unwrap();
+        let mine = me >= mesh.rank_offset() && u64::from(me) < mesh.rank_end();
+        for dims in dim_sets {
+            let got = comms.module(name, dims);
+            if !mine {
+                if got.is_some() && !modules.is_colocated() {
+                    return Err(format!("{name} {dims}: built outside the module"));
+                }
+                continue;
+            }
+            let got = got.ok_or_else(|| format!("{name} {dims}: not built"))?;
+            // The ranks of the module agreeing with me off the dim set.
+            let c = mesh.coord(me).unwrap();
+            let want: Vec<u32> = (mesh.rank_offset()..mesh.rank_end() as u32)
+                .filter(|&r| {
+                    let o = mesh.coord(r).unwrap();
+                    c.iter()
+                        .all(|(d, v)| dims.split('-').any(|x| x == d) || o.get(d) == Some(v))
+                })
+                .collect();
+            let members = gathered(world, &got.comm);
+            if members != want || got.comm.rank() as u32 != got.split.key {
+                return Err(format!("{name} {dims}: members {members:?}, want {want:?}"));
+            }
+        }
+    }
+    for (s, d) in modules
+        .edges()
+        .map(|(s, d)| (s.to_owned(), d.to_owned()))
+        .collect::<Vec<_>>()
+    {
+        let plan = modules.bridge(&s, &d).unwrap();
+        for kind in modules.bridge_kinds(&s, &d).unwrap() {
+            let c = plan.colocated.as_ref();
+            let lists: Vec<Vec<u32>> = match kind {
+                BridgeKind::Bridge => vec![plan.bridge_group.clone()],
+                BridgeKind::SrcBroadcast => plan.src_broadcast.to_vecs(),
+                BridgeKind::DstBroadcast => plan.dst_broadcast.to_vecs(),
+                BridgeKind::DstCpReduce => plan.dst_cp_reduce.as_ref().unwrap().to_vecs(),
+                BridgeKind::SrcCpGather => plan.src_cp_gather.as_ref().unwrap().to_vecs(),
+                BridgeKind::Gather => c.unwrap().gather_groups.to_vecs(),
+                BridgeKind::ColocatedCpGather => {
+                    c.unwrap().src_cp_gather.as_ref().unwrap().to_vecs()
+                }
+                BridgeKind::ColocatedCpReduce => {
+                    c.unwrap().dst_cp_reduce.as_ref().unwrap().to_vecs()
+                }
+                _ => return Err(format!("unexpected kind {kind}")),
+            };
+            let want = lists.into_iter().find(|g| g.contains(&me));
+            let got = comms.bridge(&s, &d, kind).map(|g| gathered(world, &g.comm));
+            if got != want {
+                return Err(format!("{s}->{d} {kind}: built {got:?}, plan {want:?}"));
+            }
+        }
+        // Along the edge.
+        let (src, dst) = (modules.module(&s).unwrap(), modules.module(&d).unwrap());
+        let in_dst = me >= dst.rank_offset() && u64::from(me) < dst.rank_end();
+        let k = plan.scale;
+        let expected = |j: u32| -> Vec<i32> {
+            match plan.direction {
+                Direction::FanIn => (j * k..j * k + k).map(|l| l as i32).collect(),
+                Direction::FanOut => vec![(j / k) as i32],
+                _ => vec![j as i32],
+            }
+        };
+        if !inside {
+            continue;
+        }
+        let collective = plan
+            .colocated
+            .as_ref()
+            .is_some_and(|c| c.mode == ColocatedMode::Collective);
+        if collective {
+            if plan.direction == Direction::Equal {
+                continue;
+            }
+            let gather = comms
+                .bridge(&s, &d, BridgeKind::Gather)
+                .ok_or_else(|| format!("{s}->{d}: no gather group"))?;
+            let (mine, want) = if plan.direction == Direction::FanIn {
+                (lane_of(src, me), expected(lane_of(dst, me)))
+            } else {
+                let ls = lane_of(src, me);
+                (
+                    lane_of(dst, me),
+                    (ls * k..ls * k + k).map(|l| l as i32).collect(),
+                )
+            };
+            let mut got = vec![0i32; gather.comm.size() as usize];
+            gather.comm.all_gather_into(&(mine as i32), &mut got[..]);
+            if got != want {
+                return Err(format!("{s}->{d}: gathered lanes {got:?}, want {want:?}"));
+            }
+            continue;
+        }
+        let role = modules.role(me, &s, &d).unwrap();
+        for &to in &role.sends_to {
+            world
+                .process_at_rank(to as i32)
+                .send(&(lane_of(src, me) as i32));
+        }
+        let mut received: Vec<i32> = Vec::new();
+        for &from in &role.receives_from {
+            let (v, _) = world.process_at_rank(from as i32).receive::<i32>();
+            received.push(v);
+        }
+        if in_dst && dst.coord(me).unwrap().get("pp").unwrap_or(0) == 0 {
+            let bcast = comms
+                .bridge(&s, &d, BridgeKind::DstBroadcast)
+                .ok_or_else(|| format!("{s}->{d}: no broadcast group"))?;
+            let want = expected(lane_of(dst, me));
+            let mut buf = vec![0i32; want.len()];
+            if role.dst_leader {
+                buf.copy_from_slice(&received);
+            }
+            bcast.comm.process_at_rank(0).broadcast_into(&mut buf[..]);
+            if buf != want {
+                return Err(format!("{s}->{d}: received lanes {buf:?}, want {want:?}"));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Checks every communicator of this process against the layout.
 fn check_layout(world: &SimpleCommunicator, layout: &Layout) -> Result<(), String> {
     let me = world.rank() as u32;
@@ -382,6 +603,9 @@ fn suite(world: &SimpleCommunicator) -> ExitCode {
     for (name, mesh) in meshes(world.size() as u32) {
         outcomes.push(everywhere(world, name, check_mesh(world, &mesh)));
     }
+    for (name, modules) in modules(world.size() as u32) {
+        outcomes.push(everywhere(world, name, check_modules(world, &modules)));
+    }
     let passed = outcomes.iter().filter(|ok| **ok).count();
     let failed = outcomes.len() - passed;
     if world.rank() == 0 {
@@ -477,7 +701,7 @@ fn scenarios() -> Vec<Scenario> {
                 let j = job(n, "suite", &[], &[])?;
                 let want = format!(
                     "suite: {} passed, 0 failed",
-                    layouts(n).len() + meshes(n).len()
+                    layouts(n).len() + meshes(n).len() + modules(n).len()
                 );
                 if j.code == Some(0) && j.stdout.contains(&want) {
                     Ok(())

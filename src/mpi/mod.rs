@@ -38,6 +38,7 @@
 
 mod comms;
 mod mesh;
+mod modules;
 mod rank;
 
 /// The rsmpi crate this module is built against, whole, for what a
@@ -48,6 +49,7 @@ pub use ::mpi::topology::{Communicator, SimpleCommunicator};
 pub use ::mpi::{Rank, initialize, traits};
 pub use comms::{Communicators, GroupComm, Peer};
 pub use mesh::MeshCommunicators;
+pub use modules::{ModulesCommunicators, SplitComm};
 pub use rank::{from_mpi_rank, to_mpi_rank};
 
 use ::mpi::topology::Color;
