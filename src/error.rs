@@ -158,6 +158,16 @@ pub enum Error {
     #[error("this layout has no encoder (give encoder_tp or encoder_pp)")]
     NeedsEncoder,
 
+    /// Megatron-LM at the commit of an audit does not build this layout
+    /// ([`megatron::audit`](crate::megatron::audit)).
+    #[error("commit {commit} of Megatron-LM does not build this layout: {reason}")]
+    MegatronRefuses {
+        /// The commit (short hash).
+        commit: &'static str,
+        /// Why, with the values.
+        reason: String,
+    },
+
     /// The hierarchical context-parallel sizes do not multiply to `cp`.
     #[error("hierarchical_cp {levels:?} multiplies to {product}, but cp is {cp}")]
     HierarchicalCpProduct {

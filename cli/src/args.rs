@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use rank_layout::megatron::MegatronJoin;
 use rank_layout::{Config, ExpertLayout, Layout, Order};
 use serde::Serialize;
 
@@ -125,6 +126,22 @@ pub enum Command {
         /// the last and say so in the picture.
         #[arg(long, value_name = "N", default_value_t = 4096, value_parser = at_least_one, allow_negative_numbers = true)]
         max_ranks: u32,
+    },
+    /// Audit Megatron-LM's encoder + decoder pipeline joins: rebuild the
+    /// joined pipelines a Megatron-LM commit makes for the layout, and count
+    /// those that mix cp slices or dp replicas and those that pair other tp
+    /// ranks than rank-layout's join by coordinates.
+    Audit {
+        /// The Megatron-LM commit: 2024 (4ff9e66, zip(cycle(...))) or 2025
+        /// (5a3b6bcf1f, its block map).
+        #[arg(long, value_name = "COMMIT")]
+        megatron: MegatronJoin,
+        /// The layout (an encoder + decoder one).
+        #[command(flatten)]
+        setup: SetupArgs,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
     },
 }
 

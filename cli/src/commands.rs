@@ -115,6 +115,11 @@ pub fn run(cli: &Cli) -> Result<Outcome, Failure> {
             }
             out.flush()?;
         }
+        Command::Audit {
+            megatron,
+            setup,
+            format,
+        } => crate::audit::run(setup, *megatron, *format)?,
     }
     Ok(Outcome::Done)
 }

@@ -6,7 +6,8 @@
 //! ([`megatron`] reads Megatron-LM's arguments through the library's table),
 //! [`target`] builds what the commands work on (a layout or a mesh) and
 //! answers every report's questions of it,
-//! [`commands`] runs the subcommand (each has its module), and `main` maps
+//! [`commands`] runs the subcommand (each has its module; [`audit`] checks
+//! Megatron-LM's encoder + decoder joins), and `main` maps
 //! the outcome to an exit status: 0 on success (and on a closed output
 //! pipe), 1 when `check --strict` fails, 2 for bad input with the error on
 //! stderr and nothing on stdout.
@@ -29,6 +30,7 @@
 )]
 
 mod args;
+mod audit;
 mod check;
 mod commands;
 mod config;

@@ -1,6 +1,7 @@
 //! Megatron-LM's vocabulary: its parallelism arguments ([`MEGATRON_ARGS`],
 //! [`MegatronArgs`], with Megatron-Core's defaults), its `RankGenerator`
-//! ([`RankGenerator`]), and a table of Megatron-LM and PyTorch DeviceMesh
+//! ([`RankGenerator`]), an [`audit`] of its encoder + decoder pipeline
+//! joins, and a table of Megatron-LM and PyTorch DeviceMesh
 //! calls with their rank-layout counterparts.
 //!
 //! # Calls
@@ -15,6 +16,7 @@
 //! | `get_ranks("dp", independent_ep=True)` | [`Kind::DP_MOD_EP`](crate::Kind::DP_MOD_EP) (`dp-mod-ep`) |
 //! | `get_ranks("dp-cp", independent_ep=True)` | [`Kind::DP_CP_MOD_EP`](crate::Kind::DP_CP_MOD_EP) |
 //! | `expert_tensor_parallel_size`, `expert_decoder_rank_generator` | [`ExpertLayout::Folded`](crate::ExpertLayout::Folded), `etp` |
+//! | encoder + decoder `generator_wrapper("pp")` of 4ff9e66 or 5a3b6bcf1f | [`megatron_pipelines`], checked by [`audit`] against rank-layout's join |
 //! | `_EMBEDDING_GROUP`, `_POSITION_EMBEDDING_GROUP` | [`Kind::EMBD`](crate::Kind::EMBD), [`Kind::POS_EMBD`](crate::Kind::POS_EMBD) |
 //! | `hierarchical_context_parallel_sizes` | `hierarchical_cp`, kinds [`Kind::hcp`](crate::Kind::hcp) |
 //! | `num_distributed_optimizer_instances` | `dist_opt_instances`, [`Kind::DP_CP_INTRA`](crate::Kind::DP_CP_INTRA) and friends |
@@ -62,8 +64,13 @@
 //! - Every check is a typed [`Error`](crate::Error), not an `assert`.
 
 mod args;
+mod audit;
 mod command_line;
 mod rank_generator;
 
 pub use args::{ArgType, MEGATRON_ARGS, MegatronArg, MegatronArgs, MegatronValue};
+pub use audit::{
+    AUDIT_EXAMPLES, Audit, AuditExample, JoinClass, MegatronJoin, MegatronPipelines, audit,
+    megatron_pipelines,
+};
 pub use rank_generator::RankGenerator;
