@@ -22,13 +22,22 @@
 //! - `mesh/splits-16-dim-sets/1048576`: one rank's color and key in 16 dim
 //!   sets of the mesh and of a view, in one pass (`Mesh::split_plan`).
 //!
+//! - `modules/bridge-plans/131072`: every bridge plan of a 4-module graph
+//!   of 131,072 ranks (vision and audio encoders into a language model into
+//!   a generator: fan-in 16, fan-in 16 with source cp, fan-out 2);
+//!   `modules/plan-baseline/131072`: a sequential write of as many values
+//!   as the plans hold.
+//! - `modules/rank-bridge-splits/131072`: one rank's color and key in every
+//!   communicator kind of every edge (`Modules::bridge_split`), and
+//!   `modules/rank-roles/131072`: its whole role on every edge.
+//!
 //! Every closure checks its result.
 
 use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use rank_layout::{Config, ExpertLayout, Kind, Layout, Mesh};
+use rank_layout::{Config, ExpertLayout, Kind, Layout, Mesh, MeshSpec, Modules, Spans};
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -271,5 +280,100 @@ fn mesh(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, enumerate, rank, mesh);
+/// vision (16,384 ranks) and audio (16,384) into llm (65,536) into a
+/// generator (32,768): 131,072 ranks.
+fn mimo() -> Modules {
+    let m = |t: &str| MeshSpec::parse(t).expect("a mesh").build().expect("a mesh");
+    Modules::new(
+        [
+            ("vision", m("tp=2,gtp=2,dp=4096")),
+            ("audio", m("cp=2,dp=8192")),
+            ("llm", m("tp=8,cp=2,dp=512,pp=8")),
+            ("gen", m("tp=4,dp=1024,pp=8")),
+        ],
+        Spans::Consecutive,
+    )
+    .and_then(|m| m.edges_from([("vision", "llm"), ("audio", "llm"), ("llm", "gen")]))
+    .expect("valid modules")
+}
+
+fn modules(c: &mut Criterion) {
+    let mut g = c.benchmark_group("modules");
+    g.sample_size(20).measurement_time(Duration::from_secs(5));
+    let modules = mimo();
+    let world = modules.world_size();
+    assert_eq!(world, 131_072);
+    let held = |plans: &[rank_layout::Bridge]| -> usize {
+        plans
+            .iter()
+            .map(|p| {
+                p.src_leaders.len()
+                    + p.dst_leaders.len()
+                    + 2 * p.pairs.len()
+                    + p.src_broadcast.members().len()
+                    + p.dst_broadcast.members().len()
+                    + p.dst_cp_reduce.as_ref().map_or(0, |g| g.members().len())
+                    + p.src_cp_gather.as_ref().map_or(0, |g| g.members().len())
+                    + p.bridge_group.len()
+            })
+            .sum()
+    };
+    let values = held(&modules.bridges());
+    g.bench_function(BenchmarkId::new("bridge-plans", world), |b| {
+        b.iter(|| {
+            let plans = black_box(&modules).bridges();
+            assert_eq!(plans.len(), 3);
+            assert_eq!(held(&plans), values);
+            plans
+        })
+    });
+    let mut buf = vec![0u32; values];
+    g.bench_function(BenchmarkId::new("plan-baseline", world), |b| {
+        b.iter(|| sequential(black_box(&mut buf)))
+    });
+    let edges: Vec<(String, String)> = modules
+        .edges()
+        .map(|(s, d)| (s.to_owned(), d.to_owned()))
+        .collect();
+    let kinds: Vec<(&str, &str, rank_layout::BridgeKind)> = edges
+        .iter()
+        .flat_map(|(s, d)| {
+            modules
+                .bridge_kinds(s, d)
+                .expect("an edge")
+                .into_iter()
+                .map(move |k| (s.as_str(), d.as_str(), k))
+        })
+        .collect();
+    // The first rank of llm's first stage: a destination leader of two
+    // edges.
+    let rank = 32_768;
+    g.bench_function(BenchmarkId::new("rank-bridge-splits", world), |b| {
+        b.iter(|| {
+            let mut member = 0;
+            for &(s, d, k) in &kinds {
+                if modules
+                    .bridge_split(black_box(rank), s, d, k)
+                    .expect("a rank")
+                    .is_some()
+                {
+                    member += 1;
+                }
+            }
+            assert_eq!(member, 6); // two bridge groups, two broadcasts, two cp reduces
+            member
+        })
+    });
+    g.bench_function(BenchmarkId::new("rank-roles", world), |b| {
+        b.iter(|| {
+            let roles = modules.roles(black_box(rank)).expect("a rank");
+            assert_eq!(roles.len(), 3);
+            assert_eq!(roles[0].receives_from.len(), 16);
+            roles
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, enumerate, rank, mesh, modules);
 criterion_main!(benches);
