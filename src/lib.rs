@@ -43,6 +43,10 @@
 //!   coordinates.
 //! - Hierarchical context parallel and distributed-optimizer instances on
 //!   top of them.
+//! - **Modules**: named module meshes (MIMO's vision and audio encoders, a
+//!   language model, a generator) on consecutive or shared rank spans,
+//!   joined by the edges of a graph, with every edge's bridge plan built by
+//!   coordinates ([`Modules`], semantics section 9).
 //!
 //! [`semantics`] is the behaviour contract: what every layout and kind
 //! means, the group and member order, and every choice made where

@@ -536,7 +536,7 @@ impl Modules {
     ///
     /// # Errors
     /// The first module's error when no module has the dim set.
-    pub(crate) fn selections(&self, dims: &str) -> Result<Vec<Option<Option<Selection>>>> {
+    fn selections(&self, dims: &str) -> Result<Vec<Option<Option<Selection>>>> {
         let names: Vec<&str> = dims.split('-').collect();
         if names.iter().all(|n| MODULE_DIMS.contains(n)) {
             return self
