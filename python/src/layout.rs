@@ -62,7 +62,7 @@ type SplitStep = (String, u32, u32, Option<(u32, u32)>);
 /// rank_layout.LayoutError: world_size (10) is not divisible by tp*cp*pp = 4
 #[pyclass(frozen, subclass, name = "Layout", module = "rank_layout._native")]
 pub(crate) struct PyLayout {
-    inner: Layout,
+    pub(crate) inner: Layout,
 }
 
 impl PyLayout {

@@ -11,6 +11,7 @@
 //! - [`layout`]: the `Layout` class;
 //! - [`array`]: `groups_array`, NumPy arrays filled by the crate;
 //! - [`card`]: a rank's answers as dicts.
+//! - [`modules`]: the `Modules` class (modules, edges, bridge plans).
 #![forbid(unsafe_code)]
 // The doc comments of `#[pyclass]` and `#[pymethods]` items are Python
 // docstrings (reST with doctest examples, run by python/tests), not Markdown.
@@ -31,6 +32,7 @@ mod layout;
 mod megatron;
 mod memory;
 mod mesh;
+mod modules;
 mod value;
 
 use pyo3::prelude::*;
@@ -43,6 +45,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("CONFIG_KEYS", config::KEYS.to_vec())?;
     m.add_class::<megatron::PyRankGenerator>()?;
     m.add_class::<mesh::PyMesh>()?;
+    m.add_class::<modules::PyModules>()?;
     m.add_function(wrap_pyfunction!(mesh::torchtitan_mesh, m)?)?;
     m.add_function(wrap_pyfunction!(megatron::megatron_config, m)?)?;
     m.add("MEGATRON_ARGS", megatron::table(m.py())?)?;

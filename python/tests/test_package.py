@@ -14,7 +14,7 @@ from rank_layout import _native
 
 def test_installed_files() -> None:
     package = Path(rank_layout.__file__).parent
-    for name in ("__init__.py", "megatron.py", "torch/__init__.py", "torch/megatron.py", "torch/device_mesh.py",
+    for name in ("__init__.py", "megatron.py", "torch/__init__.py", "torch/megatron.py", "torch/device_mesh.py", "torch/modules.py",
                  "torch/torchtitan.py", "_native.pyi", "py.typed"):
         assert (package / name).is_file(), name
     assert ".abi3." in Path(_native.__file__).name  # one wheel for CPython 3.9+

@@ -17,7 +17,11 @@ Split(color=5, key=1)
 >>> layout.pipeline_next(5), layout.is_last_stage(13)
 ([13], True)
 
-Real ``torch.distributed`` process groups: :func:`rank_layout.torch.new_groups`.
+Multi-module models (Megatron-Core's MIMO): :class:`Modules`, named
+meshes joined by edges, with each edge's bridge plan.
+
+Real ``torch.distributed`` process groups: :func:`rank_layout.torch.new_groups`
+(and :func:`rank_layout.torch.new_module_groups` for :class:`Modules`).
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from typing import Any, NamedTuple, Optional
 from rank_layout._native import CONFIG_KEYS, LayoutError
 from rank_layout._native import MEGATRON_ARGS as _MEGATRON_TABLE
 from rank_layout._native import Layout as _NativeLayout
-from rank_layout._native import Mesh, megatron_config, torchtitan_mesh
+from rank_layout._native import Mesh, Modules, megatron_config, torchtitan_mesh
 
 __all__ = [
     "Layout",
@@ -35,6 +39,7 @@ __all__ = [
     "CONFIG_KEYS",
     "MEGATRON_ARGS",
     "Mesh",
+    "Modules",
     "Split",
     "SplitRound",
     "megatron_config",

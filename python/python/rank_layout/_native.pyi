@@ -176,3 +176,118 @@ def torchtitan_mesh(
     world_size: Int,
     spmd_backend: Optional[str] = None,
 ) -> Mesh: ...
+
+class Modules:
+    """Named modules (each a mesh of tp, gtp, cp, dp and pp) on consecutive
+    rank spans or all on the same ranks (``colocated``), joined by the edges
+    of a DAG, with each edge's bridge plan (Megatron-Core's MIMO)."""
+
+    def __init__(
+        self,
+        modules: Sequence[tuple[str, Mesh | Layout | dict[str, object]]] | dict[str, Mesh | Layout | dict[str, object]],
+        edges: Sequence[tuple[str, str]] | dict[str, Sequence[str]] | None = (),
+        colocated: bool = False,
+    ) -> None:
+        """``modules``: ``(name, mesh)`` pairs in declaration order, each mesh
+        a Mesh, a Layout or a dict of Layout keywords. ``edges``: ``(src,
+        dst)`` pairs, or a topology dict in which every module is a key."""
+    @property
+    def names(self) -> list[str]:
+        """The modules' names, in declaration order."""
+    @property
+    def edges(self) -> list[tuple[str, str]]:
+        """The edges ``(src, dst)``, by source's declaration order."""
+    @property
+    def colocated(self) -> bool:
+        """Whether every module is on the same ranks."""
+    @property
+    def world_size(self) -> int:
+        """The number of ranks of all modules together."""
+    @property
+    def rank_offset(self) -> int:
+        """The first rank."""
+    @property
+    def total_stages(self) -> int:
+        """The longest path through the graph, each module weighted by its pp."""
+    @property
+    def rounds(self) -> int:
+        """Rounds of a dim set's groups: 1 on separate spans, one per module when colocated."""
+    def bridge(self, src: str, dst: str) -> BridgePlan:
+        """The bridge plan of the edge ``src -> dst``, ranks global."""
+    def bridges(self) -> dict[tuple[str, str], BridgePlan]:
+        """Every edge's bridge plan, keyed by ``(src, dst)``, in ``edges`` order."""
+    def module(self, name: str) -> Mesh:
+        """Module ``name``'s mesh, at its own rank offset."""
+    def module_of(self, rank: Int) -> str:
+        """The first module ``rank`` belongs to."""
+    def modules_of(self, rank: Int) -> list[str]:
+        """Every module ``rank`` belongs to, in declaration order."""
+    def stage(self, rank: Int) -> int:
+        """``rank``'s global pipeline stage in its first module."""
+    def stage_in(self, rank: Int, name: str) -> int:
+        """``rank``'s global pipeline stage in module ``name``."""
+    def first_stage(self, name: str) -> int:
+        """Module ``name``'s first stage: the longest path into it."""
+    def bridge_kinds(self, src: str, dst: str) -> list[BridgeKindName]:
+        """The communicator kinds the edge ``src -> dst`` needs."""
+    def bridge_split(self, rank: Int, src: str, dst: str, kind: BridgeKindName) -> Optional[tuple[int, int]]:
+        """``rank``'s Split in the ``kind`` groups of the edge, or None."""
+    def bridge_members(self, rank: Int, src: str, dst: str, kind: BridgeKindName) -> Optional[list[int]]:
+        """The members of ``rank``'s ``kind`` group of the edge, in key order, or None."""
+    def role(self, rank: Int, src: str, dst: str) -> BridgeRole:
+        """``rank``'s role on the edge ``src -> dst``."""
+    def roles(self, rank: Int) -> list[BridgeRole]:
+        """``rank``'s role on every edge, in ``edges`` order."""
+    def split(self, rank: Int, dims: str | Sequence[str], round: Optional[Int] = 0) -> Optional[tuple[int, int]]:
+        """``rank``'s Split in the groups of ``dims`` in round ``round``, or None."""
+    def members(self, rank: Int, dims: str | Sequence[str], round: Optional[Int] = 0) -> Optional[list[int]]:
+        """The members of ``rank``'s group of ``dims`` in round ``round``, in key order, or None."""
+    def __len__(self) -> int: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __hash__(self) -> int: ...
+
+BridgeKindName = Literal[
+    "bridge",
+    "src_broadcast",
+    "dst_broadcast",
+    "dst_cp_reduce",
+    "src_cp_gather",
+    "gather",
+    "colocated_cp_gather",
+    "colocated_cp_reduce",
+]
+
+class _ColocatedPlanBase(TypedDict):
+    mode: Literal["collective", "p2p"]
+    direction: Literal["fan_in", "fan_out", "equal"]
+    scale: int
+    gather_groups: list[list[int]]
+    slots: list[int]
+    reason: Optional[str]
+
+class ColocatedPlan(_ColocatedPlanBase, total=False):
+    src_cp_gather: list[list[int]]
+    dst_cp_reduce: list[list[int]]
+
+class _BridgePlanBase(TypedDict):
+    src_leaders: list[int]
+    dst_leaders: list[int]
+    pairs: list[tuple[int, int]]
+    src_broadcast: list[list[int]]
+    dst_broadcast: list[list[int]]
+    bridge_group: list[int]
+
+class BridgePlan(_BridgePlanBase, total=False):
+    dst_cp_reduce: list[list[int]]
+    src_cp_gather: list[list[int]]
+    colocated: ColocatedPlan
+
+class BridgeRole(TypedDict):
+    src: str
+    dst: str
+    src_leader: bool
+    dst_leader: bool
+    sends_to: list[int]
+    receives_from: list[int]
+    slot: Optional[int]
+    splits: dict[str, Optional[tuple[int, int]]]

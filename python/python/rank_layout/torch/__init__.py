@@ -95,6 +95,12 @@ progress independently (the reason for Megatron-Core's second data-parallel
 group, ``create_all_gather_group``): a communicator runs its operations in
 order.
 
+Multi-module models
+-------------------
+:func:`new_module_groups` (:mod:`rank_layout.torch.modules`) builds the
+groups of a :class:`rank_layout.Modules` the same way: each module's groups
+of the dim sets asked for, and every edge's bridge groups by kind.
+
 Megatron-Core
 -------------
 :mod:`rank_layout.torch.megatron` builds Megatron-Core's groups this way and
@@ -421,3 +427,4 @@ def _global(
 
 from rank_layout.torch.device_mesh import device_mesh  # noqa: E402,F401  (a DeviceMesh of a Mesh)
 from rank_layout.torch.torchtitan import torchtitan_meshes  # noqa: E402,F401  (torchtitan's meshes)
+from rank_layout.torch.modules import ModuleGroups, new_module_groups  # noqa: E402,F401  (groups of Modules)
