@@ -536,6 +536,12 @@ fn check_bridge(modules: &Modules, sd: &[(String, u32)], dd: &[(String, u32)]) {
                 "{kind} rank {r}"
             );
             assert_eq!(role.split(*kind), want);
+            let group = want.map(|w| groups[w.color as usize].clone());
+            assert_eq!(
+                modules.bridge_group_of(r, "a", "b", *kind).unwrap(),
+                group,
+                "{kind} rank {r}"
+            );
         }
         if let Some(c) = &plan.colocated {
             if c.mode == ColocatedMode::Collective {

@@ -557,47 +557,17 @@ impl PyModules {
         let Some(split) = self.inner.bridge_split(rank, src, dst, kind).or_raise()? else {
             return Ok(None);
         };
-        let plan = self.inner.bridge(src, dst).or_raise()?;
-        let colocated = plan.colocated.as_ref();
-        let color = split.color as usize;
-        fn pick(g: Option<&GroupList>, color: usize) -> Option<&[u32]> {
-            g.and_then(|g| g.get(color))
-        }
-        let candidates: Option<&[u32]> = match kind {
-            BridgeKind::Bridge => Some(plan.bridge_group.as_slice()),
-            BridgeKind::SrcBroadcast => pick(Some(&plan.src_broadcast), color),
-            BridgeKind::DstBroadcast => pick(Some(&plan.dst_broadcast), color),
-            BridgeKind::DstCpReduce => pick(plan.dst_cp_reduce.as_ref(), color),
-            BridgeKind::SrcCpGather => pick(plan.src_cp_gather.as_ref(), color),
-            BridgeKind::Gather => pick(colocated.map(|c| &c.gather_groups), color),
-            BridgeKind::ColocatedCpGather => {
-                pick(colocated.and_then(|c| c.src_cp_gather.as_ref()), color)
-            }
-            BridgeKind::ColocatedCpReduce => {
-                pick(colocated.and_then(|c| c.dst_cp_reduce.as_ref()), color)
-            }
-            _ => None,
-        };
-        let inconsistent = || {
-            raise(format!(
-                "the {kind} groups of {src} -> {dst}: rank {rank}'s group {} does not match its plan",
-                split.color
-            ))
-        };
-        let candidates = candidates.ok_or_else(inconsistent)?;
-        // Each member's own key orders the group; every member has its color.
-        let mut keyed = Vec::with_capacity(candidates.len());
-        for &m in candidates {
-            match self.inner.bridge_split(m, src, dst, kind).or_raise()? {
-                Some(s) if s.color == split.color => keyed.push((s.key, m)),
-                _ => return Err(inconsistent()),
-            }
-        }
-        keyed.sort_unstable();
-        if keyed.iter().enumerate().any(|(i, (k, _))| *k as usize != i) {
-            return Err(inconsistent());
-        }
-        Ok(Some(keyed.into_iter().map(|(_, m)| m).collect()))
+        let members = self
+            .inner
+            .bridge_group_of(rank, src, dst, kind)
+            .or_raise()?
+            .ok_or_else(|| {
+                raise(format!(
+                    "the {kind} groups of {src} -> {dst}: rank {rank}'s group {} has no members",
+                    split.color
+                ))
+            })?;
+        Ok(Some(members))
     }
 
     /// ``rank``'s role on the edge ``src -> dst``, as a dict: ``src``,

@@ -435,6 +435,38 @@ impl Modules {
         Ok(role::split(edge, a, b, rank, kind))
     }
 
+    /// The members of `rank`'s `kind` group on the edge `src -> dst`, in
+    /// key order, or `None` when it is in none; O(group) (the bridge group:
+    /// O(lanes)), not the whole plan.
+    ///
+    /// ```
+    /// use rank_layout::{BridgeKind, Mesh, Modules, Spans};
+    /// let modules = Modules::new(
+    ///     [("enc", Mesh::new([("tp", 2), ("dp", 2)])?), ("llm", Mesh::new([("tp", 4)])?)],
+    ///     Spans::Consecutive,
+    /// )?
+    /// .edge("enc", "llm")?;
+    /// assert_eq!(modules.bridge_group_of(2, "enc", "llm", BridgeKind::SrcBroadcast)?, Some(vec![2, 3]));
+    /// assert_eq!(modules.bridge_group_of(2, "enc", "llm", BridgeKind::Bridge)?, None);
+    /// # Ok::<(), rank_layout::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`bridge_split`](Self::bridge_split).
+    pub fn bridge_group_of(
+        &self,
+        rank: u32,
+        src: &str,
+        dst: &str,
+        kind: BridgeKind,
+    ) -> Result<Option<Vec<u32>>> {
+        let Some(split) = self.bridge_split(rank, src, dst, kind)? else {
+            return Ok(None);
+        };
+        let (edge, a, b) = self.edge_at(self.edge_index(src, dst)?)?;
+        Ok(Some(role::members(edge, a, b, kind, split.color)))
+    }
+
     /// `rank`'s role on the edge `src -> dst`: leader or not, its peers,
     /// its slot, its split in each of the edge's kinds; O(dims) plus its
     /// peers.

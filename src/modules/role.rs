@@ -170,3 +170,57 @@ pub(crate) fn split(
             .and_then(|c| s(c.lane * b.tp.size + c.tp, c.cp)),
     }
 }
+
+/// The members of group `color` of `kind` on `edge`, in key order: the
+/// group a rank's split names, in O(group) (the bridge group: O(lanes)).
+pub(crate) fn members(
+    edge: &Edge,
+    a: &LaneGrid,
+    b: &LaneGrid,
+    kind: BridgeKind,
+    color: u32,
+) -> Vec<u32> {
+    let mut out = Vec::new();
+    match kind {
+        BridgeKind::Bridge => {
+            out = match &edge.colocated {
+                Some(c) if !c.collective() => c.leaders.clone(),
+                _ => {
+                    let mut l: Vec<u32> = (0..a.lanes())
+                        .map(|i| src_leader(a, i))
+                        .chain((0..b.lanes()).map(|j| dst_leader(b, j)))
+                        .collect();
+                    l.sort_unstable();
+                    l.dedup();
+                    l
+                }
+            };
+        }
+        BridgeKind::SrcBroadcast => a.stage_ranks(color, a.pp.last(), &mut out),
+        BridgeKind::DstBroadcast => b.stage_ranks(color, 0, &mut out),
+        BridgeKind::DstCpReduce => out.extend((0..b.cp.size).map(|c| b.rank(color, 0, c, 0))),
+        BridgeKind::SrcCpGather => {
+            out.extend((0..a.cp.size).map(|c| a.rank(color, a.tp.last(), c, a.pp.last())));
+        }
+        BridgeKind::Gather => {
+            let g = if edge.direction == Direction::FanIn {
+                a
+            } else {
+                b
+            };
+            let (block, p) = (color / g.positions(), color % g.positions());
+            let (tp, cp) = (p % g.tp.size, p / g.tp.size);
+            let k = edge.scale;
+            out.extend((block * k..block * k + k).map(|l| g.rank(l, tp, cp, 0)));
+        }
+        BridgeKind::ColocatedCpGather => {
+            let (lane, tp) = (color / a.tp.size, color % a.tp.size);
+            out.extend((0..a.cp.size).map(|c| a.rank(lane, tp, c, 0)));
+        }
+        BridgeKind::ColocatedCpReduce => {
+            let (lane, tp) = (color / b.tp.size, color % b.tp.size);
+            out.extend((0..b.cp.size).map(|c| b.rank(lane, tp, c, 0)));
+        }
+    }
+    out
+}
