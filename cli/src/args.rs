@@ -126,6 +126,9 @@ pub enum Command {
         #[arg(long, value_name = "N", default_value_t = 4096, value_parser = at_least_one, allow_negative_numbers = true)]
         max_ranks: u32,
     },
+    /// Print the bridge plan of every edge of a --modules file (or of one
+    /// --edge): leaders, pairs, broadcast, cp and gather groups.
+    Bridge(crate::bridge::BridgeArgs),
 }
 
 /// The layout keys (the same as a `--config` file's) and the machine.
@@ -232,6 +235,12 @@ pub struct SetupArgs {
     #[arg(long, value_name = "FILE")]
     #[serde(skip)]
     pub config: Option<PathBuf>,
+    /// A TOML or JSON file of named modules on rank spans and the edges
+    /// between them (examples/mimo.toml): the command answers module by
+    /// module, with the bridges; not with the layout or mesh flags.
+    #[arg(long, value_name = "FILE", help_heading = "Modules")]
+    #[serde(skip)]
+    pub modules: Option<PathBuf>,
     /// A whole Megatron-LM command line (quoted): its parallelism
     /// arguments are used (listed on stderr), the others ignored; the
     /// flags override it.

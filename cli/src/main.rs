@@ -29,6 +29,7 @@
 )]
 
 mod args;
+mod bridge;
 mod check;
 mod commands;
 mod config;
@@ -36,6 +37,7 @@ mod describe;
 mod error;
 mod format;
 mod megatron;
+mod modules;
 mod ranking;
 mod render;
 mod report;
