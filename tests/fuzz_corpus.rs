@@ -67,6 +67,11 @@ fn corpus_megatron_args() {
     replay("megatron_args", entries::megatron_args);
 }
 
+#[test]
+fn corpus_modules_file() {
+    replay("modules_file", entries::modules_file);
+}
+
 // Regression tests: one per bug the fuzzers found, with the minimized input.
 
 /// This test binary's allocator: the system's, counting the bytes the

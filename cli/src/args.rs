@@ -143,6 +143,9 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
     },
+    /// Print the bridge plan of every edge of a --modules file (or of one
+    /// --edge): leaders, pairs, broadcast, cp and gather groups.
+    Bridge(crate::bridge::BridgeArgs),
 }
 
 /// The layout keys (the same as a `--config` file's) and the machine.
@@ -249,6 +252,12 @@ pub struct SetupArgs {
     #[arg(long, value_name = "FILE")]
     #[serde(skip)]
     pub config: Option<PathBuf>,
+    /// A TOML or JSON file of named modules on rank spans and the edges
+    /// between them (examples/mimo.toml): the command answers module by
+    /// module, with the bridges; not with the layout or mesh flags.
+    #[arg(long, value_name = "FILE", help_heading = "Modules")]
+    #[serde(skip)]
+    pub modules: Option<PathBuf>,
     /// A whole Megatron-LM command line (quoted): its parallelism
     /// arguments are used (listed on stderr), the others ignored; the
     /// flags override it.

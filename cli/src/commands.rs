@@ -36,6 +36,9 @@ fn load(args: &SetupArgs) -> Result<(Setup, Target), Failure> {
 
 /// Runs the command.
 pub fn run(cli: &Cli) -> Result<Outcome, Failure> {
+    if let Some(outcome) = crate::modules::run(cli)? {
+        return Ok(outcome);
+    }
     match &cli.command {
         Command::Groups { setup, output } => {
             let (_, target) = load(setup)?;
@@ -120,6 +123,7 @@ pub fn run(cli: &Cli) -> Result<Outcome, Failure> {
             setup,
             format,
         } => crate::audit::run(setup, *megatron, *format)?,
+        Command::Bridge(args) => crate::bridge::run(args)?,
     }
     Ok(Outcome::Done)
 }

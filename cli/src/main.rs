@@ -31,6 +31,7 @@
 
 mod args;
 mod audit;
+mod bridge;
 mod check;
 mod commands;
 mod config;
@@ -38,6 +39,7 @@ mod describe;
 mod error;
 mod format;
 mod megatron;
+mod modules;
 mod ranking;
 mod render;
 mod report;
