@@ -151,11 +151,6 @@ pub fn run(cli: &Cli) -> Result<Option<Outcome>, Failure> {
         | Command::Describe { setup, .. }
         | Command::Render { setup, .. }
         | Command::Audit { setup, .. } => setup,
-        Command::Audit { .. } => {
-            return Err(Failure::Message(
-                "audit takes an encoder + decoder layout, not --modules".into(),
-            ));
-        }
         Command::Bridge(_) => return Ok(None),
     };
     let Some(path) = modules_file(setup)? else {
@@ -223,6 +218,11 @@ pub fn run(cli: &Cli) -> Result<Option<Outcome>, Failure> {
         Command::Suggest { .. } => {
             return Err(Failure::Message(
                 "suggest does not take --modules: give one module's mesh with --mesh".into(),
+            ));
+        }
+        Command::Audit { .. } => {
+            return Err(Failure::Message(
+                "audit takes an encoder + decoder layout, not --modules".into(),
             ));
         }
         Command::Audit { .. } => {
