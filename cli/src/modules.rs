@@ -225,11 +225,6 @@ pub fn run(cli: &Cli) -> Result<Option<Outcome>, Failure> {
                 "audit takes an encoder + decoder layout, not --modules".into(),
             ));
         }
-        Command::Audit { .. } => {
-            return Err(Failure::Message(
-                "audit takes an encoder + decoder layout, not --modules".into(),
-            ));
-        }
         Command::Bridge(_) => return Ok(None),
     }
     Ok(Some(Outcome::Done))
