@@ -24,25 +24,40 @@ const BLOCK_MEMBERS: usize = 256;
 /// Which members of a block of whole groups are in the second part of their
 /// group: all ones there, zeros in the first part. A copy adds `d0 + (mask &
 /// (d1 - d0))` to every member: `d0` to first parts, `d1` to second parts.
-struct Pattern {
+pub(crate) struct Pattern {
+    parts: Parts,
     mask: Vec<u32>,
+    /// Scratch: one copy's constant per member of a block.
+    add: Vec<u32>,
 }
 
 impl Pattern {
-    fn new(parts: Parts) -> Pattern {
+    /// The pattern of groups of `parts` members.
+    pub(crate) fn new(parts: Parts) -> Pattern {
         let p = (parts[0] + parts[1]).max(1);
-        let per_block = (BLOCK_MEMBERS / p).max(1) * p;
+        // Whole groups and whole vectors of 8 members: no remainder loop
+        // inside a block.
+        let unit = p / gcd(p, 8) * 8;
+        let per_block = (BLOCK_MEMBERS / unit).max(1) * unit;
         let mut mask = Vec::with_capacity(per_block);
         while mask.len() < per_block {
             mask.extend(std::iter::repeat_n(0, parts[0]));
             mask.extend(std::iter::repeat_n(u32::MAX, parts[1]));
         }
-        Pattern { mask }
+        let add = vec![0; mask.len()];
+        Pattern { parts, mask, add }
     }
 
     /// Copies `total` members from `out[src..]` to `out[dst..]` (`src`
     /// before `dst`, whole groups), adding the part's constant to each.
-    fn add_copy(&self, out: &mut [u32], src: usize, dst: usize, total: usize, deltas: [u32; 2]) {
+    fn add_copy(
+        &mut self,
+        out: &mut [u32],
+        src: usize,
+        dst: usize,
+        total: usize,
+        deltas: [u32; 2],
+    ) {
         if deltas[0] == deltas[1] {
             add_copy(out, src, dst, total, deltas[0]);
             return;
@@ -54,10 +69,15 @@ impl Pattern {
             return;
         };
         let (base, diff) = (deltas[0], deltas[1].wrapping_sub(deltas[0]));
-        let block = self.mask.len().max(1);
+        // This copy's constant per member of a block, once: the copy itself
+        // is then one add per member.
+        for (a, m) in self.add.iter_mut().zip(&self.mask).take(total) {
+            *a = base.wrapping_add(m & diff);
+        }
+        let block = self.add.len().max(1);
         for (t, f) in to.chunks_mut(block).zip(from.chunks(block)) {
-            for ((a, b), m) in t.iter_mut().zip(f).zip(&self.mask) {
-                *a = b.wrapping_add(base).wrapping_add(m & diff);
+            for ((a, b), d) in t.iter_mut().zip(f).zip(&self.add) {
+                *a = b.wrapping_add(*d);
             }
         }
     }
@@ -78,12 +98,12 @@ pub(crate) fn replicate_groups(
     out: &mut [u32],
     at: usize,
     tile: usize,
-    parts: Parts,
+    pattern: &mut Pattern,
     count: u32,
     steps: [u32; 2],
 ) {
+    let parts = pattern.parts;
     let tile_len = tile * (parts[0] + parts[1]);
-    let pattern = Pattern::new(parts);
     let mut have = 1u32;
     let mut chunk = u32::MAX;
     while have < count {
@@ -122,9 +142,18 @@ pub(crate) fn concat(a: &Boxes, b: &Boxes, out: &mut [u32]) -> Option<()> {
     a.segment(0).fill(out);
     b.segment(0).fill(out.get_mut(parts[0]..)?);
     let mut tile = 1usize;
+    let mut pattern = Pattern::new(parts);
     for (x, y) in da.iter().zip(&db) {
-        replicate_groups(out, 0, tile, parts, x.size, [x.stride, y.stride]);
+        replicate_groups(out, 0, tile, &mut pattern, x.size, [x.stride, y.stride]);
         tile *= x.size as usize;
     }
     Some(())
+}
+
+/// The greatest common divisor.
+fn gcd(mut a: usize, mut b: usize) -> usize {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
 }

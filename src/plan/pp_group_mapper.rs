@@ -64,7 +64,7 @@ use crate::grid::{Grid, MAX_AXES};
 use crate::group::Group;
 use crate::math::{Blocks, Div};
 use crate::plan::boxes::Boxes;
-use crate::plan::fill::{Parts, replicate_groups};
+use crate::plan::fill::{Parts, Pattern, replicate_groups};
 use crate::plan::view::RankView;
 use crate::split::Split;
 
@@ -446,6 +446,7 @@ impl PpGroupMapper {
     /// as a copy of those plus per-part constants.
     fn fill_with(&self, out: &mut [u32], parts: Parts, write: impl Fn(u32, &mut [u32])) {
         let p = parts[0] + parts[1];
+        let mut pattern = Pattern::new(parts);
         let mut at = 0usize;
         for t in 0..self.tp.divisor() {
             let pairs = self.map.decoder_pairs(t);
@@ -456,17 +457,24 @@ impl PpGroupMapper {
             }
             // Fan-in: the next pipelines of t have the next encoder indices.
             let width = pairs.end - pairs.start;
-            replicate_groups(out, here, 1, parts, width, [self.encoder_tp_stride, 0]);
+            replicate_groups(
+                out,
+                here,
+                1,
+                &mut pattern,
+                width,
+                [self.encoder_tp_stride, 0],
+            );
             let mut tile = width as usize;
             for d in &self.low_digits {
-                replicate_groups(out, here, tile, parts, d.size, d.strides);
+                replicate_groups(out, here, tile, &mut pattern, d.size, d.strides);
                 tile *= d.size as usize;
             }
             at += tile;
         }
         let mut tile = at;
         for d in &self.high_digits {
-            replicate_groups(out, 0, tile, parts, d.size, d.strides);
+            replicate_groups(out, 0, tile, &mut pattern, d.size, d.strides);
             tile *= d.size as usize;
         }
     }
