@@ -60,11 +60,15 @@ pub(crate) fn arrays_of<'py>(
                     members: total,
                     bytes: total.saturating_mul(4),
                 })?;
-            all.resize(len, 0);
-            let mut at = 0usize;
+            // Each kind's part is zeroed right before it is filled, so the
+            // fill finds it in the cache (zeroing all 14 parts first made
+            // the fill a second pass over memory).
             for (_, groups) in kinds {
-                let rest = all.get_mut(at..).unwrap_or_default();
-                at += groups.clone().fill(rest)?;
+                let at = all.len();
+                let n = usize::try_from(groups.member_count()).unwrap_or(usize::MAX);
+                all.resize(at.saturating_add(n).min(len), 0);
+                let part = all.get_mut(at..).unwrap_or_default();
+                groups.clone().fill(part)?;
             }
             Ok(all)
         })
