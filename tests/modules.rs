@@ -607,7 +607,16 @@ proptest! {
         let world = m.module("a").unwrap().world_size();
         let plan = m.bridge("a", "b").unwrap();
         let line_up = size(&sd, "pp") == 1 && size(&dd, "pp") == 1 && lanes_line_up(&sd, &dd, 0, world);
-        prop_assert_eq!(plan.colocated.as_ref().unwrap().mode == ColocatedMode::Collective, line_up);
+        let colocated = plan.colocated.as_ref().unwrap();
+        prop_assert_eq!(colocated.mode == ColocatedMode::Collective, line_up);
+        // The rank a p2p reason names is one whose lanes do not line up.
+        if let Some(reason) = colocated.reason.as_deref().filter(|r| r.starts_with("rank ")) {
+            let r: u32 = reason[5..].split(' ').next().unwrap().parse().unwrap();
+            let (ls, ld) = (lane(&sd, 0, r), lane(&dd, 0, r));
+            let (ns, nd) = (lanes(&sd), lanes(&dd));
+            let ok = if ns >= nd { ld == ls / (ns / nd) } else { ls == ld / (nd / ns) };
+            prop_assert!(!ok, "{}", reason);
+        }
         check_bridge(&m, &sd, &dd);
     }
 }
@@ -691,4 +700,28 @@ fn stages_follow_the_longest_path() {
     // ranks: vision 0-1, audio 2, llm 3-5, gen 6.
     let stages: Vec<u32> = (0..7).map(|r| modules.stage(r).unwrap()).collect();
     assert_eq!(stages, vec![0, 1, 0, 2, 3, 4, 5]);
+}
+
+#[test]
+fn colocated_lanes_are_decided_from_strides_at_any_size() {
+    // 2^30 ranks each: rank r is on a's lane r >> 3 and b's lane r >> 4.
+    let a = Mesh::new([("tp", 8), ("dp", 1 << 27)]).unwrap();
+    let b = Mesh::new([("tp", 16), ("dp", 1 << 26)]).unwrap();
+    let m = Modules::new([("a", a.clone()), ("b", b)], Spans::Colocated)
+        .unwrap()
+        .edge("a", "b")
+        .unwrap();
+    let role = m.role(1_000_000_007 % (1 << 30), "a", "b").unwrap();
+    assert_eq!(role.slot, Some(((1_000_000_007u32 % (1 << 30)) >> 3) % 2));
+    assert!(role.split(BridgeKind::Gather).is_some());
+    // The same with b's dims swapped: rank 1 is on b's lane 1 but a's lane
+    // 0. (A leader plan keeps its sorted leaders: O(lanes), so smaller.)
+    let a = Mesh::new([("tp", 8), ("dp", 1 << 17)]).unwrap();
+    let swapped = Mesh::new([("dp", 1 << 16), ("tp", 16)]).unwrap();
+    let m = Modules::new([("a", a), ("b", swapped)], Spans::Colocated)
+        .unwrap()
+        .edge("a", "b")
+        .unwrap();
+    let kinds = m.bridge_kinds("a", "b").unwrap();
+    assert!(kinds.contains(&BridgeKind::Bridge) && !kinds.contains(&BridgeKind::Gather));
 }

@@ -3,6 +3,7 @@
 
 use std::fmt;
 
+use crate::modules::alignment;
 use crate::modules::bridge::{Direction, Edge, dst_leader, src_leader};
 use crate::modules::group_list::GroupList;
 use crate::modules::lanes::LaneGrid;
@@ -70,8 +71,9 @@ pub(crate) struct ColocatedEdge {
 }
 
 impl ColocatedEdge {
-    /// Decides between the gather plan and the leader plan (an O(world)
-    /// check of C1, stopping at the first rank that fails).
+    /// Decides between the gather plan and the leader plan: C1 from
+    /// strides in O(dims) when the grids' digit boundaries form a chain
+    /// (`alignment`), else by every rank, stopping at the first that fails.
     pub fn new(a: &LaneGrid, b: &LaneGrid, direction: Direction, scale: u32) -> ColocatedEdge {
         let reason = if a.pp.size > 1 || b.pp.size > 1 {
             Some(format!(
@@ -79,25 +81,26 @@ impl ColocatedEdge {
                 a.pp.size, b.pp.size
             ))
         } else {
-            (a.offset..=a.offset.saturating_add(a.world.saturating_sub(1)))
-                .take(a.world as usize)
-                .find_map(|r| {
-                    let (ls, ld) = (a.coord(r)?.lane, b.coord(r)?.lane);
-                    let (ok, want) = match direction {
-                        Direction::FanIn => (ld == ls / scale, format!("{ls} div {scale} = {}", ls / scale)),
-                        Direction::FanOut => (ls == ld / scale, format!("{ld} div {scale} = {}", ld / scale)),
-                        Direction::Equal => (ls == ld, ls.to_string()),
-                    };
-                    (!ok).then(|| {
-                        let (side, got) = match direction {
-                            Direction::FanOut => ("source", ls),
-                            _ => ("destination", ld),
-                        };
-                        format!(
-                            "rank {r} is on source lane {ls} and destination lane {ld}: its {side} lane is {got}, not {want} (the two grids' data lanes do not line up)"
-                        )
-                    })
-                })
+            let (wide, narrow) = match direction {
+                Direction::FanOut => (b, a),
+                _ => (a, b),
+            };
+            // From strides when it can be decided so; else every rank.
+            let first_bad = match alignment::lanes_line_up(wide, narrow, scale) {
+                Some(bad) => bad,
+                None => a.ranks().find(|&r| !lined_up(a, b, direction, scale, r)),
+            };
+            first_bad.and_then(|r| {
+                let (ls, ld) = (a.coord(r)?.lane, b.coord(r)?.lane);
+                let (side, got, want) = match direction {
+                    Direction::FanIn => ("destination", ld, format!("{ls} div {scale} = {}", ls / scale)),
+                    Direction::FanOut => ("source", ls, format!("{ld} div {scale} = {}", ld / scale)),
+                    Direction::Equal => ("destination", ld, ls.to_string()),
+                };
+                Some(format!(
+                    "rank {r} is on source lane {ls} and destination lane {ld}: its {side} lane is {got}, not {want} (the two grids' data lanes do not line up)"
+                ))
+            })
         };
         let leaders = if reason.is_some() {
             let mut l: Vec<u32> = (0..a.lanes())
@@ -147,8 +150,8 @@ impl ColocatedEdge {
             Direction::FanOut => gather(a, b),
             Direction::Equal => GroupList::default(),
         };
-        let slots = (a.offset..)
-            .take(a.world as usize)
+        let slots = a
+            .ranks()
             .map(|r| match edge.direction {
                 Direction::FanIn => a.coord(r).map_or(0, |c| c.lane % k),
                 Direction::FanOut => b.coord(r).map_or(0, |c| c.lane % k),
@@ -174,5 +177,17 @@ impl ColocatedEdge {
             src_cp_gather: cp_groups(a),
             dst_cp_reduce: cp_groups(b),
         }
+    }
+}
+
+/// Whether `rank`'s lanes line up (rule C1).
+fn lined_up(a: &LaneGrid, b: &LaneGrid, direction: Direction, scale: u32, rank: u32) -> bool {
+    match (a.coord(rank), b.coord(rank)) {
+        (Some(s), Some(d)) => match direction {
+            Direction::FanIn => d.lane == s.lane / scale,
+            Direction::FanOut => s.lane == d.lane / scale,
+            Direction::Equal => s.lane == d.lane,
+        },
+        _ => false,
     }
 }

@@ -115,6 +115,12 @@ impl LaneGrid {
         u64::from(self.offset) + u64::from(self.world)
     }
 
+    /// The grid's ranks, ascending.
+    pub fn ranks(&self) -> std::ops::RangeInclusive<u32> {
+        // offset + world - 1 fits: the mesh checked offset + world <= 2^32.
+        self.offset..=self.offset.saturating_add(self.world.saturating_sub(1))
+    }
+
     /// Whether `rank` is one of the grid's.
     pub fn contains(&self, rank: u32) -> bool {
         rank >= self.offset && u64::from(rank) < self.end()

@@ -25,6 +25,7 @@
 //! # Ok::<(), rank_layout::Error>(())
 //! ```
 
+mod alignment;
 mod bridge;
 mod colocated;
 mod graph;
