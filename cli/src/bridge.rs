@@ -319,17 +319,24 @@ fn plan_json(b: &Bridge) -> Value {
     }
     o.insert("bridge_group".into(), b.bridge_group.clone().into());
     if let Some(c) = &b.colocated {
-        o.insert(
-            "colocated".into(),
-            serde_json::json!({
-                "mode": c.mode.as_str(),
-                "direction": b.direction.as_str(),
-                "scale": b.scale,
-                "gather_groups": c.gather_groups.to_vecs(),
-                "slots": c.slots,
-                "reason": c.reason,
-            }),
-        );
+        let mut co = serde_json::json!({
+            "mode": c.mode.as_str(),
+            "direction": b.direction.as_str(),
+            "scale": b.scale,
+            "gather_groups": c.gather_groups.to_vecs(),
+            "slots": c.slots,
+            "reason": c.reason,
+        });
+        // The gather plan's cp groups, as Python's dict has them.
+        if let Some(map) = co.as_object_mut() {
+            if let Some(g) = &c.src_cp_gather {
+                map.insert("src_cp_gather".into(), serde_json::json!(g.to_vecs()));
+            }
+            if let Some(g) = &c.dst_cp_reduce {
+                map.insert("dst_cp_reduce".into(), serde_json::json!(g.to_vecs()));
+            }
+        }
+        o.insert("colocated".into(), co);
     }
     Value::Object(o)
 }
@@ -340,7 +347,8 @@ impl Serialize for Plans {
     /// "src_broadcast", "dst_broadcast", ("dst_cp_reduce" with destination
     /// cp > 1), ("src_cp_gather" with source cp > 1), "bridge_group",
     /// ("colocated": {"mode", "direction", "scale", "gather_groups",
-    /// "slots", "reason"} for colocated modules)}`.
+    /// "slots", "reason", and "src_cp_gather" / "dst_cp_reduce" when the
+    /// gather plan has them} for colocated modules)}`.
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_seq(self.plans.iter().map(plan_json))
     }

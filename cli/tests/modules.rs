@@ -176,6 +176,20 @@ fn bridge_json_with_cp_and_colocated() {
     assert_eq!(c["direction"], "fan_in");
     assert_eq!(c["slots"].as_array().map(Vec::len), Some(8));
     assert!(stdout_args(&["bridge", "--modules", s(&colocated)]).contains("colocated: collective"));
+    // With cp on the destination, the gather plan's cp reduce groups too.
+    let with_cp = file(
+        "bridge-colocated-cp",
+        "m.toml",
+        "colocated = true\n[[modules]]\nname = \"enc\"\nmesh = \"dp=8\"\n[[modules]]\nname = \"llm\"\nmesh = \"cp=2,dp=4\"\n[[edges]]\nsrc = \"enc\"\ndst = \"llm\"\n",
+    );
+    let out = json_out(&["bridge", "--modules", s(&with_cp), "--format", "json"]);
+    let c = out[0]["colocated"].as_object().expect("a colocated plan");
+    assert_eq!(c["mode"], "collective");
+    assert_eq!(
+        c["dst_cp_reduce"],
+        serde_json::json!([[0, 1], [2, 3], [4, 5], [6, 7]])
+    );
+    assert!(c.get("src_cp_gather").is_none());
 }
 
 #[test]
