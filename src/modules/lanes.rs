@@ -144,13 +144,24 @@ impl LaneGrid {
     /// The rank at data lane `lane` and model coordinates `tp`, `cp`, `pp`
     /// (all in range).
     pub fn rank(&self, lane: u32, tp: u32, cp: u32, pp: u32) -> u32 {
+        self.lane_base(lane)
+            .wrapping_add(tp.wrapping_mul(self.tp.stride))
+            .wrapping_add(cp.wrapping_mul(self.cp.stride))
+            .wrapping_add(pp.wrapping_mul(self.pp.stride))
+    }
+
+    /// The rank at data lane `lane` with every model coordinate 0 (the
+    /// others are added to it: a rank of the grid never passes `u32`).
+    pub fn lane_base(&self, lane: u32) -> u32 {
         let [a, b] = self.data;
-        let p = u64::from(lane % a.size) * u64::from(a.stride)
-            + u64::from(lane / a.size) * u64::from(b.stride)
-            + u64::from(tp) * u64::from(self.tp.stride)
-            + u64::from(cp) * u64::from(self.cp.stride)
-            + u64::from(pp) * u64::from(self.pp.stride);
-        (u64::from(self.offset) + p) as u32
+        let (low, high) = if b.size == 1 {
+            (lane, 0)
+        } else {
+            (lane % a.size, lane / a.size)
+        };
+        self.offset
+            .wrapping_add(low.wrapping_mul(a.stride))
+            .wrapping_add(high.wrapping_mul(b.stride))
     }
 
     /// The (tp, cp) positions' count.
@@ -172,15 +183,14 @@ impl LaneGrid {
     pub fn stage_ranks(&self, lane: u32, pp: u32, out: &mut Vec<u32>) {
         let tp_first = self.tp.stride <= self.cp.stride || self.cp.size == 1;
         let (inner, outer) = if tp_first {
-            (self.tp.size, self.cp.size)
+            (self.tp, self.cp)
         } else {
-            (self.cp.size, self.tp.size)
+            (self.cp, self.tp)
         };
-        for o in 0..outer {
-            for i in 0..inner {
-                let (tp, cp) = if tp_first { (i, o) } else { (o, i) };
-                out.push(self.rank(lane, tp, cp, pp));
-            }
+        let base = self.rank(lane, 0, 0, pp);
+        for o in 0..outer.size {
+            let row = base.wrapping_add(o.wrapping_mul(outer.stride));
+            out.extend((0..inner.size).map(|i| row.wrapping_add(i.wrapping_mul(inner.stride))));
         }
     }
 }
