@@ -166,15 +166,17 @@ def run(rank: int, world: int, port: int, out: str, jobs: list) -> None:
         import torch.distributed as dist
 
         from rank_layout import LayoutError
-        from rank_layout.torch import new_module_groups
+        from rank_layout.torch import new_groups, new_module_groups
 
         torch.set_num_threads(1)
         dist.init_process_group(
             "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world, timeout=TIMEOUT
         )
-        for name, spec in jobs:
+        for i, (name, spec) in enumerate(jobs):
             modules = build(spec)
-            built = new_module_groups(modules, DIMS, timeout=TIMEOUT)
+            # new_groups takes Modules too, as new_module_groups does.
+            make = new_groups if i % 2 else new_module_groups
+            built = make(modules, DIMS, timeout=TIMEOUT)
             result["checked"][name] = check_groups(modules, built, rank)
             result["moved"][name] = check_moves(modules, built, rank)
         # Refusals come on every rank before any group is made: no hang.

@@ -116,7 +116,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Mapping
 from datetime import timedelta
-from typing import Any, Callable, NamedTuple, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Optional, Sequence, Union
 
 try:
     import torch.distributed as dist
@@ -128,6 +128,10 @@ except ImportError as e:  # torch is an optional dependency
 import numpy as np
 
 from rank_layout import Layout, LayoutError
+
+if TYPE_CHECKING:
+    from rank_layout import Modules
+    from rank_layout.torch.modules import ModuleGroups
 
 __all__ = ["new_groups", "METHODS"]
 
@@ -143,7 +147,7 @@ _KEEP_ORDER = (
 
 
 def new_groups(
-    layout: Layout,
+    layout: Union[Layout, "Modules"],
     kinds: Optional[Sequence[str]] = None,
     *,
     method: str = "local",
@@ -151,10 +155,13 @@ def new_groups(
     pg_options: Any = None,
     backend: Any = None,
     share: bool = True,
-) -> dict[str, ProcessGroups]:
+) -> Union[dict[str, ProcessGroups], "ModuleGroups"]:
     """Builds the process groups of ``kinds`` (default: every kind of the
     layout) and returns, by kind, this rank's group, a list of its groups
     (by color) where it is in several, or ``None`` where it is in none.
+    Given a :class:`rank_layout.Modules`, builds its modules' groups of the
+    dim sets ``kinds`` and every bridge's groups, and returns
+    :func:`new_module_groups`'s :class:`ModuleGroups`.
 
     Every rank of the default process group calls it, with the same
     arguments. ``method`` is ``"local"`` (the default: O(kinds) calls per
@@ -173,6 +180,21 @@ def new_groups(
     dict naming a kind not asked for, or a layout whose ranks do not fit
     the default group.
     """
+    from rank_layout import Modules
+
+    if isinstance(layout, Modules):
+        # Modules and their bridges: `kinds` are the modules' dim sets.
+        from rank_layout.torch.modules import DEFAULT_DIMS, new_module_groups
+
+        if method != "local":
+            raise LayoutError(f'method {method!r}: modules build their groups with method "local" only')
+        return new_module_groups(
+            layout,
+            DEFAULT_DIMS if kinds is None else kinds,
+            backend=backend,
+            pg_options=pg_options,
+            timeout=timeout,
+        )
     asked = list(dict.fromkeys(layout.kinds if kinds is None else kinds))
     for name, per_kind in (("backend", backend), ("pg_options", pg_options)):
         if isinstance(per_kind, Mapping):
