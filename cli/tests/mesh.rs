@@ -38,7 +38,7 @@ fn groups_are_the_library_meshs_for_every_dim_set() {
         .keys()
         .map(String::as_str)
         .collect();
-    let expected = ["cp", "dp", "dp_cp", "expert:edp", "expert:ep", "tp"];
+    let expected = ["tp", "cp", "dp", "expert:ep", "expert:edp", "dp_cp"];
     assert_eq!(names, expected, "{v}");
     for name in expected {
         assert_eq!(
