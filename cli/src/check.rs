@@ -91,6 +91,13 @@ impl CheckReport {
         })
     }
 
+    /// The same report without its machine warnings (for a module whose
+    /// span another module's follows: the machine's last node is not its).
+    pub fn without_machine_warnings(mut self) -> CheckReport {
+        self.machine_warnings.clear();
+        self
+    }
+
     /// The kinds that must stay inside a node and do not (`--strict` fails
     /// when there is one).
     pub fn failed(&self) -> &[DimSet] {

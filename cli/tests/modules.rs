@@ -373,3 +373,17 @@ fn modules_exclude_layout_and_mesh_flags() {
     let out = run_args(&["check", "--modules", s(&t), "--gpus-per-node", "4"]);
     assert!(out.status.success());
 }
+
+#[test]
+fn check_warns_of_the_last_node_once() {
+    // 6 + 6 ranks on nodes of 8: only the last module's span ends the
+    // machine's ranks, so only it reports the partly used node.
+    let f = file(
+        "check-last-node",
+        "m.toml",
+        "[[modules]]\nname = \"vision\"\nmesh = \"tp=2,dp=3\"\n[[modules]]\nname = \"llm\"\nmesh = \"tp=2,dp=3\"\n[[edges]]\nsrc = \"vision\"\ndst = \"llm\"\n",
+    );
+    let out = stdout_args(&["check", "--modules", s(&f), "--gpus-per-node", "8"]);
+    assert_eq!(out.matches("is partly used").count(), 1, "{out}");
+    assert!(out.contains("node 1, is partly used"), "{out}");
+}
