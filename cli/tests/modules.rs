@@ -291,7 +291,7 @@ fn malformed_files_are_errors_naming_the_problem() {
         (
             "both.toml",
             "[[modules]]\nname = \"a\"\nmesh = \"tp=2\"\nmegatron = { tp = 2 }\n",
-            "both a mesh and a megatron",
+            "module a: give one of mesh, dims, the dim keys",
         ),
         (
             "cycle.toml",
@@ -386,4 +386,69 @@ fn check_warns_of_the_last_node_once() {
     let out = stdout_args(&["check", "--modules", s(&f), "--gpus-per-node", "8"]);
     assert_eq!(out.matches("is partly used").count(), 1, "{out}");
     assert!(out.contains("node 1, is partly used"), "{out}");
+}
+
+#[test]
+fn every_written_form_of_a_module_file_gives_the_same_modules() {
+    // The worked example written five ways: mesh text; dims as text,
+    // pairs and a table; dim keys with an order; a table of tables;
+    // Megatron-Core's topology; from/to edges.
+    let forms = [
+        (
+            "mesh.toml",
+            "[[modules]]\nname = \"vision\"\nmesh = \"tp=2,dp=4\"\n[[modules]]\nname = \"llm\"\nmesh = \"tp=4,dp=2\"\n[[edges]]\nsrc = \"vision\"\ndst = \"llm\"\n",
+        ),
+        (
+            "dims-text.toml",
+            "[[modules]]\nname = \"vision\"\ndims = \"tp=2,dp=4\"\n[[modules]]\nname = \"llm\"\ndims = \"tp=4,dp=2\"\n[[edges]]\nfrom = \"vision\"\nto = \"llm\"\n",
+        ),
+        (
+            "dims-pairs.json",
+            r#"{"modules": [{"name": "vision", "dims": [["tp", 2], ["dp", 4]]}, {"name": "llm", "dims": {"tp": 4, "dp": 2}}], "topology": {"vision": ["llm"], "llm": []}}"#,
+        ),
+        (
+            "keys.toml",
+            "[modules.vision]\ndp = 4\ntp = 2\n[modules.llm]\ndp = 2\ntp = 4\norder = \"tp-dp\"\n[[edges]]\nsrc = \"vision\"\ndst = \"llm\"\n",
+        ),
+        (
+            "table.json",
+            r#"{"modules": {"vision": {"mesh": "tp=2,dp=4"}, "llm": {"tp": 4, "dp": 2}}, "edges": [{"src": "vision", "dst": "llm"}]}"#,
+        ),
+    ];
+    let mut outputs = Vec::new();
+    for (name, text) in forms {
+        let f = file("forms", name, text);
+        let v = json_out(&["bridge", "--modules", s(&f), "--format", "json"]);
+        assert_eq!(
+            v[0]["pairs"],
+            serde_json::json!([[1, 8], [3, 8], [5, 12], [7, 12]]),
+            "{name}"
+        );
+        outputs.push((name, v));
+    }
+    for (name, v) in &outputs[1..] {
+        assert_eq!(*v, outputs[0].1, "{name}");
+    }
+    // A topology must name every module; an order must name every dim key.
+    let cases = [
+        (
+            "topology.json",
+            r#"{"modules": [{"name": "a", "mesh": "dp=2"}, {"name": "b", "mesh": "dp=2"}], "topology": {"a": ["b"]}}"#,
+            "module b is not in the topology",
+        ),
+        (
+            "order.toml",
+            "[modules.a]\ntp = 2\ndp = 2\norder = \"tp\"\n",
+            "leaves out dp",
+        ),
+        (
+            "renamed.toml",
+            "[modules.a]\nname = \"b\"\nmesh = \"dp=2\"\n",
+            "module a is named \"b\" inside",
+        ),
+    ];
+    for (name, text, needle) in cases {
+        let f = file("forms-bad", name, text);
+        fails_with_args(&["groups", "--modules", s(&f)], needle);
+    }
 }

@@ -33,6 +33,8 @@ mod group_list;
 mod lanes;
 mod role;
 mod spec;
+#[cfg(feature = "serde")]
+mod spec_file;
 
 pub use bridge::{Bridge, BridgeKind, Direction};
 pub use colocated::{ColocatedMode, ColocatedPlan};

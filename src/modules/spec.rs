@@ -11,29 +11,22 @@ use crate::modules::{Modules, Spans};
 /// of [`MeshSpec::parse`], first fastest, with views) or a Megatron
 /// [`Config`] (its dense grid and expert view, [`Layout::mesh`]).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub struct ModuleSpec {
     /// The module's name.
     pub name: String,
     /// Its mesh, first fastest: `"tp=2,cp=2,dp=4,pp=1"`.
-    #[cfg_attr(
-        feature = "serde",
-        serde(default, skip_serializing_if = "Option::is_none")
-    )]
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub mesh: Option<String>,
+    /// Or its dims, first fastest, as (name, size) pairs.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Vec::is_empty"))]
+    pub dims: Vec<(String, u32)>,
     /// Its views: `"expert:ep=4,edp=2,pp"`.
-    #[cfg_attr(
-        feature = "serde",
-        serde(default, skip_serializing_if = "Vec::is_empty")
-    )]
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Vec::is_empty"))]
     pub views: Vec<String>,
     /// Or a Megatron configuration (rank-layout's keys).
-    #[cfg_attr(
-        feature = "serde",
-        serde(default, skip_serializing_if = "Option::is_none")
-    )]
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub megatron: Option<Config>,
 }
 
@@ -43,6 +36,21 @@ impl ModuleSpec {
         ModuleSpec {
             name: name.to_owned(),
             mesh: Some(mesh.to_owned()),
+            dims: Vec::new(),
+            views: Vec::new(),
+            megatron: None,
+        }
+    }
+
+    /// A module of the dims `dims` (name, size), first fastest.
+    pub fn dims<N: Into<String>>(
+        name: &str,
+        dims: impl IntoIterator<Item = (N, u32)>,
+    ) -> ModuleSpec {
+        ModuleSpec {
+            name: name.to_owned(),
+            mesh: None,
+            dims: dims.into_iter().map(|(n, s)| (n.into(), s)).collect(),
             views: Vec::new(),
             megatron: None,
         }
@@ -53,6 +61,7 @@ impl ModuleSpec {
         ModuleSpec {
             name: name.to_owned(),
             mesh: None,
+            dims: Vec::new(),
             views: Vec::new(),
             megatron: Some(config),
         }
@@ -65,9 +74,11 @@ impl ModuleSpec {
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 #[non_exhaustive]
 pub struct EdgeSpec {
-    /// The source module.
+    /// The source module (`from` in a file too).
+    #[cfg_attr(feature = "serde", serde(alias = "from"))]
     pub src: String,
-    /// The destination module.
+    /// The destination module (`to` in a file too).
+    #[cfg_attr(feature = "serde", serde(alias = "to"))]
     pub dst: String,
 }
 
@@ -77,30 +88,29 @@ pub struct EdgeSpec {
 /// colocated = false        # default: consecutive spans from rank_offset
 /// [[modules]]
 /// name = "vision"
-/// mesh = "tp=2,dp=4"
+/// mesh = "tp=2,dp=4"       # first fastest
+/// [[modules]]
+/// name = "audio"
+/// dp = 4                   # or its dims as keys (MIMO's order tp, gtp, cp, dp, pp,
+/// tp = 2                   # unless `order = "dp-tp"` says another)
 /// [[modules]]
 /// name = "llm"
 /// megatron = { tp = 2, cp = 2, pp = 2, world_size = 16 }
 /// [[edges]]
-/// src = "vision"
+/// src = "vision"           # or from / to
 /// dst = "llm"
 /// ```
 ///
-/// ```
-/// use rank_layout::{ModuleSpec, ModulesSpec};
-/// let spec = ModulesSpec::new(vec![
-///     ModuleSpec::mesh("vision", "tp=2,dp=4"),
-///     ModuleSpec::mesh("llm", "tp=4,dp=2,pp=2"),
-/// ])
-/// .edge("vision", "llm");
-/// let modules = spec.build()?;
-/// assert_eq!(modules.module_of(8)?, "llm");
-/// assert_eq!(modules.total_stages(), 3);
-/// # Ok::<(), rank_layout::Error>(())
-/// ```
+/// With the `serde` feature a file may also give `dims` as text, as
+/// `[[name, size], ...]` pairs or as a table in order; `modules` as a table
+/// of tables by name (`[modules.vision]`, in the order written: TOML needs
+/// an order-keeping map, as the command line's has); and edges as
+/// Megatron-Core's `topology = { vision = ["llm"], llm = [] }`, which must
+/// name every module. Each module gives exactly one of `mesh`, `dims`, dim
+/// keys and `megatron`.
+///
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub struct ModulesSpec {
     /// All modules on the same ranks.
@@ -134,8 +144,8 @@ impl ModulesSpec {
     /// Builds the modules.
     ///
     /// # Errors
-    /// [`Error::BadSpec`] for a module with neither or both of `mesh` and
-    /// `megatron`, or a view on a Megatron module; the errors of
+    /// [`Error::BadSpec`] for a module with none or several of `mesh`,
+    /// `dims` and `megatron`, or a view on a Megatron module; the errors of
     /// [`MeshSpec::parse`], [`Layout::new`], [`Layout::mesh`],
     /// [`Modules::new`] and [`Modules::edge`].
     pub fn build(&self) -> Result<Modules> {
@@ -146,15 +156,23 @@ impl ModulesSpec {
                 text: m.name.clone(),
                 problem: problem.to_owned(),
             };
-            let mesh = match (&m.mesh, &m.megatron) {
-                (Some(text), None) => {
+            let mesh = match (&m.mesh, m.dims.is_empty(), &m.megatron) {
+                (Some(text), true, None) => {
                     let mut spec = MeshSpec::parse(text)?;
                     for v in &m.views {
                         spec = spec.view(v)?;
                     }
                     spec.build()?
                 }
-                (None, Some(config)) => {
+                (None, false, None) => {
+                    let mut spec = MeshSpec::default();
+                    spec.dims.clone_from(&m.dims);
+                    for v in &m.views {
+                        spec = spec.view(v)?;
+                    }
+                    spec.build()?
+                }
+                (None, true, Some(config)) => {
                     if !m.views.is_empty() {
                         return Err(bad(
                             "a Megatron module has its expert view already; views are for meshes",
@@ -162,10 +180,13 @@ impl ModulesSpec {
                     }
                     Layout::new(config)?.mesh()?
                 }
-                (None, None) => return Err(bad("needs a mesh or a megatron configuration")),
-                (Some(_), Some(_)) => {
+                (None, true, None) => {
+                    return Err(bad("needs a mesh, dims or a megatron configuration"));
+                }
+                (_, _, Some(_)) => {
                     return Err(bad("has both a mesh and a megatron configuration"));
                 }
+                (Some(_), false, None) => return Err(bad("has both a mesh and dims")),
             };
             modules.push((m.name.clone(), mesh.with_rank_offset(0)?));
         }
