@@ -48,6 +48,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<modules::PyModules>()?;
     m.add_function(wrap_pyfunction!(mesh::torchtitan_mesh, m)?)?;
     m.add_function(wrap_pyfunction!(megatron::megatron_config, m)?)?;
+    m.add_function(wrap_pyfunction!(megatron::audit, m)?)?;
     m.add("MEGATRON_ARGS", megatron::table(m.py())?)?;
     Ok(())
 }

@@ -93,6 +93,55 @@ pub(crate) fn megatron_config<'py>(
     Ok(out)
 }
 
+/// What Megatron-LM's encoder joins did to an encoder + decoder layout:
+/// ``megatron`` is ``"2024"`` (commit 4ff9e66, ``zip(cycle(...))``) or
+/// ``"2025"`` (5a3b6bcf1f, its block map), or a commit. Returns the
+/// command line's ``audit --format json``: ``{"megatron": commit,
+/// "pipelines", "mixing", "other_tp_pairing", "examples": [{"class",
+/// "megatron", "rank_layout", "encoder", "decoder"}]}``, the boundary
+/// ranks with their ``tp``, ``cp``, ``dp`` and ``pp``.
+///
+/// >>> from rank_layout import Layout
+/// >>> from rank_layout.megatron import audit
+/// >>> a = audit(Layout(tp=4, cp=2, encoder_tp=2), "2024")
+/// >>> a["pipelines"], a["mixing"], a["other_tp_pairing"], a["examples"][0]["megatron"]
+/// (8, 4, 2, [2, 6])
+#[pyfunction]
+pub(crate) fn audit<'py>(
+    py: Python<'py>,
+    layout: &crate::layout::PyLayout,
+    megatron: &str,
+) -> PyResult<Bound<'py, PyDict>> {
+    let join: rank_layout::megatron::MegatronJoin = megatron.parse().or_raise()?;
+    let a = rank_layout::megatron::audit(&layout.inner, join).or_raise()?;
+    let rank = |p: &rank_layout::Placement| -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        d.set_item("rank", p.rank)?;
+        d.set_item("tp", p.coord.tp)?;
+        d.set_item("cp", p.coord.cp)?;
+        d.set_item("dp", p.coord.dp)?;
+        d.set_item("pp", p.coord.pp)?;
+        Ok(d)
+    };
+    let examples = PyList::empty(py);
+    for e in &a.examples {
+        let d = PyDict::new(py);
+        d.set_item("class", e.class.name())?;
+        d.set_item("megatron", e.megatron.clone())?;
+        d.set_item("rank_layout", e.rank_layout.clone())?;
+        d.set_item("encoder", rank(&e.encoder)?)?;
+        d.set_item("decoder", rank(&e.decoder)?)?;
+        examples.append(d)?;
+    }
+    let out = PyDict::new(py);
+    out.set_item("megatron", a.join.commit())?;
+    out.set_item("pipelines", a.pipelines)?;
+    out.set_item("mixing", a.mixing)?;
+    out.set_item("other_tp_pairing", a.other_tp_pairing)?;
+    out.set_item("examples", examples)?;
+    Ok(out)
+}
+
 /// Every Megatron-LM argument the package reads: ``(name, flag, key,
 /// meaning)`` rows of the crate's one table.
 pub(crate) fn table<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyList>> {

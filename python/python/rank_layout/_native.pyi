@@ -1,6 +1,6 @@
 """Type stubs of rank_layout._native, the compiled half of rank_layout."""
 
-from typing import Literal, Optional, Sequence, SupportsIndex, TypedDict
+from typing import Any, Literal, Optional, Sequence, SupportsIndex, TypedDict
 
 import numpy as np
 import numpy.typing as npt
@@ -65,6 +65,7 @@ class RankCard(TypedDict):
 MEGATRON_ARGS: list[tuple[str, str, str, str]]
 
 def megatron_config(args: object) -> dict[str, object]: ...
+def audit(layout: Layout, megatron: str) -> dict[str, Any]: ...
 
 class RankGenerator:
     def __init__(

@@ -1,6 +1,7 @@
 """Megatron-LM's vocabulary: its ``RankGenerator`` (commit 4ff9e66, the same
-arguments and lists, as keywords too), and its parallelism arguments read
-through the crate's one table (:func:`megatron_config`).
+arguments and lists, as keywords too), its parallelism arguments read
+through the crate's one table (:func:`megatron_config`), and the audit of
+its encoder joins (:func:`audit`).
 
 >>> from rank_layout.megatron import RankGenerator
 >>> RankGenerator(tp=2, ep=1, dp=3, pp=4, cp=1, order="tp-dp-pp").get_ranks("dp")[0]
@@ -8,6 +9,6 @@ through the crate's one table (:func:`megatron_config`).
 """
 
 from rank_layout import MEGATRON_ARGS, megatron_config
-from rank_layout._native import RankGenerator
+from rank_layout._native import RankGenerator, audit
 
-__all__ = ["RankGenerator", "MEGATRON_ARGS", "megatron_config"]
+__all__ = ["RankGenerator", "MEGATRON_ARGS", "audit", "megatron_config"]
