@@ -105,4 +105,10 @@ fn main_types_are_send_and_sync() {
     both::<rank_layout::Group>();
     both::<rank_layout::GroupTable>();
     both::<rank_layout::megatron::RankGenerator>();
+    both::<rank_layout::Mesh>();
+    both::<rank_layout::Modules>();
+    both::<rank_layout::Bridge>();
+    both::<rank_layout::BridgeRole>();
+    both::<rank_layout::ModulesSpec>();
+    both::<rank_layout::megatron::Audit>();
 }
