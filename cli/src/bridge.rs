@@ -175,13 +175,13 @@ impl fmt::Display for Plans {
             }
             writeln!(
                 f,
-                "{} -> {}: {}, scale {} ({} source lanes, {} destination lanes)",
+                "{} -> {}: {}, scale {} ({}, {})",
                 b.src,
                 b.dst,
                 b.direction,
                 b.scale,
-                b.src_leaders.len(),
-                b.dst_leaders.len()
+                lanes(b.src_leaders.len(), "source"),
+                lanes(b.dst_leaders.len(), "destination")
             )?;
             let leader_plan = b
                 .colocated
@@ -352,4 +352,9 @@ impl Serialize for Plans {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_seq(self.plans.iter().map(plan_json))
     }
+}
+
+/// `1 source lane`, `4 source lanes`.
+fn lanes(n: usize, side: &str) -> String {
+    format!("{n} {side} lane{}", if n == 1 { "" } else { "s" })
 }
