@@ -13,27 +13,8 @@ use rank_layout::megatron::{
 use rank_layout::{Config, Error, ExpertLayout, Kind, Layout, Part, Placement};
 use serde_json::Value;
 
-fn load() -> Value {
-    let path = format!(
-        "{}/tests/data/megatron/encoder_joins.json",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
-}
-
-fn groups(v: &Value) -> Vec<Vec<u32>> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|g| {
-            g.as_array()
-                .unwrap()
-                .iter()
-                .map(|r| r.as_u64().unwrap() as u32)
-                .collect()
-        })
-        .collect()
-}
+mod common;
+use common::{megatron_data, rank_lists};
 
 /// The layout Megatron-LM was given (encoder tp 0 is the decoder's tp),
 /// with experts laid out as the commit lays them out (2024 nests them in
@@ -70,7 +51,7 @@ struct Case {
 
 /// Every case, once per commit.
 fn cases() -> Vec<Case> {
-    let data = load();
+    let data = megatron_data("encoder_joins.json");
     let commits = &data["commits"];
     let cases = data["cases"].as_array().unwrap();
     assert_eq!(cases.len(), 210);
@@ -108,7 +89,7 @@ fn built() -> Vec<(Value, Layout, MegatronJoin, Value)> {
 /// and what Megatron-LM refused, the audit (or the layout) refuses.
 #[test]
 fn reproduces_megatron_pipelines() {
-    let data = load();
+    let data = megatron_data("encoder_joins.json");
     let differ_between_commits = data["cases"]
         .as_array()
         .unwrap()
@@ -140,7 +121,7 @@ fn reproduces_megatron_pipelines() {
     for (config, layout, join, megatron) in built() {
         reproduced += 1;
         let ours: Vec<Vec<u32>> = megatron_pipelines(&layout, join).unwrap().collect();
-        assert_eq!(ours, groups(&megatron["pp"]), "{join} {config}");
+        assert_eq!(ours, rank_lists(&megatron["pp"]), "{join} {config}");
         assert_eq!(megatron_pipelines(&layout, join).unwrap().len(), ours.len());
         let embd: Vec<Vec<u32>> = ours
             .iter()
@@ -149,13 +130,13 @@ fn reproduces_megatron_pipelines() {
                 _ => vec![p[0], *p.last().unwrap()],
             })
             .collect();
-        assert_eq!(embd, groups(&megatron["embd"]), "{join} {config}");
+        assert_eq!(embd, rank_lists(&megatron["embd"]), "{join} {config}");
         let pos: Vec<Vec<u32>> = ours.iter().map(|p| vec![p[0]]).collect();
-        assert_eq!(pos, groups(&megatron["pos-embd"]), "{join} {config}");
+        assert_eq!(pos, rank_lists(&megatron["pos-embd"]), "{join} {config}");
         // tp-pp pairs list positions of equal lists: rank-layout's groups.
         assert_eq!(
             layout.groups(Kind::TP_PP).unwrap().to_vecs(),
-            groups(&megatron["tp-pp"]),
+            rank_lists(&megatron["tp-pp"]),
             "{join} {config}"
         );
     }
@@ -205,7 +186,7 @@ fn counts_match_an_independent_classification() {
     let (mut mixing_cases, mut other_cases, mut clean_cases) = (0, 0, 0);
     for (config, layout, join, megatron) in built() {
         let pairs = pairs(&layout);
-        let megatron = groups(&megatron["pp"]);
+        let megatron = rank_lists(&megatron["pp"]);
         let classes: Vec<Option<JoinClass>> = megatron
             .iter()
             .map(|g| classify(&layout, g, &pairs))

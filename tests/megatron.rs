@@ -12,24 +12,8 @@ use rank_layout::megatron::RankGenerator;
 use rank_layout::{Config, Kind, Layout};
 use serde_json::Value;
 
-fn load(name: &str) -> Value {
-    let path = format!("{}/tests/data/megatron/{name}", env!("CARGO_MANIFEST_DIR"));
-    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
-}
-
-fn groups(v: &Value) -> Vec<Vec<u32>> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|g| {
-            g.as_array()
-                .unwrap()
-                .iter()
-                .map(|r| r.as_u64().unwrap() as u32)
-                .collect()
-        })
-        .collect()
-}
+mod common;
+use common::{megatron_data, rank_lists};
 
 /// The configuration Megatron-LM was given, in rank-layout's keys
 /// (Megatron-Core's defaults: folded experts, etp = tp, encoder tp 0 = tp).
@@ -69,7 +53,7 @@ fn config(c: &Value) -> Config {
 /// 5a3b6bcf1f's.
 #[test]
 fn initialize_model_parallel_5a3b6bcf1f() {
-    let data = load("megatron_5a3b6bcf1f.json");
+    let data = megatron_data("megatron_5a3b6bcf1f.json");
     let cases = data["cases"].as_array().unwrap();
     assert!(cases.len() > 250, "{}", cases.len());
     let (mut encoder_cases, mut compared, mut joined_equal) = (0, 0, 0);
@@ -79,7 +63,7 @@ fn initialize_model_parallel_5a3b6bcf1f() {
             .as_object()
             .unwrap()
             .iter()
-            .map(|(k, v)| (k.clone(), groups(v)))
+            .map(|(k, v)| (k.clone(), rank_lists(v)))
             .collect();
         let layout = match Layout::new(&c) {
             Ok(l) => l,
@@ -134,7 +118,7 @@ fn initialize_model_parallel_5a3b6bcf1f() {
 /// tp > tp, which rank-layout joins by fan-in.)
 #[test]
 fn refusals_5a3b6bcf1f() {
-    let data = load("megatron_5a3b6bcf1f.json");
+    let data = megatron_data("megatron_5a3b6bcf1f.json");
     let mut checked = 0;
     for case in data["rejected"].as_array().unwrap() {
         let error = case["error"].as_str().unwrap();
@@ -163,7 +147,7 @@ fn refusals_5a3b6bcf1f() {
 /// refuses them all.
 #[test]
 fn rank_generator_4ff9e66() {
-    let data = load("rank_generator_4ff9e66.json");
+    let data = megatron_data("rank_generator_4ff9e66.json");
     let mut compared = 0;
     for case in data["cases"].as_array().unwrap() {
         let a = &case["args"];
@@ -190,7 +174,7 @@ fn rank_generator_4ff9e66() {
             }
             assert_eq!(
                 got.unwrap_or_else(|e| panic!("{a} {key}: {e}")),
-                groups(want),
+                rank_lists(want),
                 "{a} {key}"
             );
             compared += 1;

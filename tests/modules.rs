@@ -9,10 +9,8 @@ use proptest::prelude::*;
 use rank_layout::{BridgeKind, ColocatedMode, Direction, Error, Mesh, Modules, Spans, Split};
 use serde_json::Value;
 
-fn data() -> Value {
-    let text = include_str!("data/megatron/bridges.json");
-    serde_json::from_str(text).unwrap()
-}
+mod common;
+use common::{megatron_data, rank_lists, ranks};
 
 /// A grid of the reference data: dims (Megatron's `gtp_remat` is `gtp`).
 fn dims(grid: &Value) -> Vec<(String, u32)> {
@@ -68,18 +66,6 @@ fn lanes(dims: &[(String, u32)]) -> u32 {
     size(dims, "gtp") * size(dims, "dp")
 }
 
-fn u32s(v: &Value) -> Vec<u32> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x.as_u64().unwrap() as u32)
-        .collect()
-}
-
-fn groups(v: &Value) -> Vec<Vec<u32>> {
-    v.as_array().unwrap().iter().map(u32s).collect()
-}
-
 fn pair(case: &Value, spans: Spans) -> Result<Modules, Error> {
     Modules::new(
         [("src", mesh(&case["src"])), ("dst", mesh(&case["dst"]))],
@@ -88,20 +74,33 @@ fn pair(case: &Value, spans: Spans) -> Result<Modules, Error> {
     .edge("src", "dst")
 }
 
+/// Whether the pair's lane counts do not divide, and then that building
+/// it was the typed error.
+fn refused_for_lanes(
+    case: &Value,
+    sd: &[(String, u32)],
+    dd: &[(String, u32)],
+    built: &Result<Modules, Error>,
+) -> bool {
+    let divides = lanes(sd) % lanes(dd) == 0 || lanes(dd) % lanes(sd) == 0;
+    if !divides {
+        assert!(
+            matches!(built, Err(Error::LanesNotPaired { .. })),
+            "{case}: {built:?}"
+        );
+    }
+    !divides
+}
+
 #[test]
 fn separate_spans_equal_megatron_core_where_it_is_right() {
-    let data = data();
+    let data = megatron_data("bridges.json");
     let (mut equal, mut gtp_fixed, mut cp_built, mut refused_alike, mut dims_added) =
         (0, 0, 0, 0, 0);
     for case in data["separate"].as_array().unwrap() {
         let (sd, dd) = (dims(&case["src"]), dims(&case["dst"]));
         let built = pair(case, Spans::Consecutive);
-        let divides = lanes(&sd) % lanes(&dd) == 0 || lanes(&dd) % lanes(&sd) == 0;
-        if !divides {
-            assert!(
-                matches!(built, Err(Error::LanesNotPaired { .. })),
-                "{case}: {built:?}"
-            );
+        if refused_for_lanes(case, &sd, &dd, &built) {
             refused_alike += 1;
             continue;
         }
@@ -109,19 +108,19 @@ fn separate_spans_equal_megatron_core_where_it_is_right() {
         let plan = modules.bridge("src", "dst").unwrap();
         match case["refused"].as_str() {
             None if size(&sd, "gtp") == 1 && size(&dd, "gtp") == 1 => {
-                assert_eq!(plan.src_leaders, u32s(&case["src_leaders"]), "{case}");
-                assert_eq!(plan.dst_leaders, u32s(&case["dst_leaders"]), "{case}");
+                assert_eq!(plan.src_leaders, ranks(&case["src_leaders"]), "{case}");
+                assert_eq!(plan.dst_leaders, ranks(&case["dst_leaders"]), "{case}");
                 assert_eq!(
                     plan.src_broadcast.to_vecs(),
-                    groups(&case["src_broadcast"]),
+                    rank_lists(&case["src_broadcast"]),
                     "{case}"
                 );
                 assert_eq!(
                     plan.dst_broadcast.to_vecs(),
-                    groups(&case["dst_broadcast"]),
+                    rank_lists(&case["dst_broadcast"]),
                     "{case}"
                 );
-                assert_eq!(plan.bridge_group, u32s(&case["bridge_group"]), "{case}");
+                assert_eq!(plan.bridge_group, ranks(&case["bridge_group"]), "{case}");
                 // The comm map, from the pairs.
                 let mut map: BTreeMap<u32, (Vec<u32>, Vec<u32>)> = BTreeMap::new();
                 for &(s, d) in &plan.pairs {
@@ -135,7 +134,7 @@ fn separate_spans_equal_megatron_core_where_it_is_right() {
                     .map(|(r, v)| {
                         (
                             r.parse().unwrap(),
-                            (u32s(&v["send_to"]), u32s(&v["recv_from"])),
+                            (ranks(&v["send_to"]), ranks(&v["recv_from"])),
                         )
                     })
                     .collect();
@@ -148,8 +147,8 @@ fn separate_spans_equal_megatron_core_where_it_is_right() {
                 // replica, so some broadcast groups hold no leader; here
                 // every lane has its leader in its broadcast group.
                 let leaderless = |bcast: &Value, leaders: &Value| {
-                    let l: BTreeSet<u32> = u32s(leaders).into_iter().collect();
-                    groups(bcast)
+                    let l: BTreeSet<u32> = ranks(leaders).into_iter().collect();
+                    rank_lists(bcast)
                         .iter()
                         .filter(|g| !g.iter().any(|r| l.contains(r)))
                         .count()
@@ -205,7 +204,7 @@ fn lanes_line_up(sd: &[(String, u32)], dd: &[(String, u32)], offset: u32, world:
 
 #[test]
 fn colocated_equal_megatron_core_where_it_is_right() {
-    let data = data();
+    let data = megatron_data("bridges.json");
     let (mut equal, mut p2p_fixed, mut gtp_fixed, mut extended, mut refused_alike) =
         (0, 0, 0, 0, 0);
     for case in data["colocated"].as_array().unwrap() {
@@ -221,12 +220,7 @@ fn colocated_equal_megatron_core_where_it_is_right() {
             refused_alike += 1;
             continue;
         }
-        let divides = lanes(&sd) % lanes(&dd) == 0 || lanes(&dd) % lanes(&sd) == 0;
-        if !divides {
-            assert!(
-                matches!(built, Err(Error::LanesNotPaired { .. })),
-                "{case}: {built:?}"
-            );
+        if refused_for_lanes(case, &sd, &dd, &built) {
             refused_alike += 1;
             continue;
         }
@@ -263,7 +257,7 @@ fn colocated_equal_megatron_core_where_it_is_right() {
             );
             assert_eq!(
                 colocated.gather_groups.to_vecs(),
-                groups(&case["gather_groups"]),
+                rank_lists(&case["gather_groups"]),
                 "{case}"
             );
             let slots: Vec<u32> = (offset..offset + world)
@@ -298,7 +292,7 @@ fn colocated_equal_megatron_core_where_it_is_right() {
 
 #[test]
 fn stages_equal_megatron_core() {
-    let data = data();
+    let data = megatron_data("bridges.json");
     let (mut compared, mut skipped) = (0, 0);
     for case in data["stages"].as_array().unwrap() {
         let listed: Vec<(String, Mesh)> = case["modules"]
@@ -500,25 +494,7 @@ fn check_bridge(modules: &Modules, sd: &[(String, u32)], dd: &[(String, u32)]) {
         .bridge_kinds("a", "b")
         .unwrap()
         .into_iter()
-        .map(|kind| {
-            let c = plan.colocated.as_ref();
-            let g = match kind {
-                BridgeKind::Bridge => vec![plan.bridge_group.clone()],
-                BridgeKind::SrcBroadcast => plan.src_broadcast.to_vecs(),
-                BridgeKind::DstBroadcast => plan.dst_broadcast.to_vecs(),
-                BridgeKind::DstCpReduce => plan.dst_cp_reduce.as_ref().unwrap().to_vecs(),
-                BridgeKind::SrcCpGather => plan.src_cp_gather.as_ref().unwrap().to_vecs(),
-                BridgeKind::Gather => c.unwrap().gather_groups.to_vecs(),
-                BridgeKind::ColocatedCpGather => {
-                    c.unwrap().src_cp_gather.as_ref().unwrap().to_vecs()
-                }
-                BridgeKind::ColocatedCpReduce => {
-                    c.unwrap().dst_cp_reduce.as_ref().unwrap().to_vecs()
-                }
-                _ => unreachable!(),
-            };
-            (kind, g)
-        })
+        .map(|kind| (kind, plan.groups(kind).unwrap().to_vecs()))
         .collect();
     let end = modules.rank_end() as u32;
     for r in modules.rank_offset()..end {

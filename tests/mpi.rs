@@ -405,22 +405,10 @@ fn check_modules(world: &SimpleCommunicator, modules: &Modules) -> Result<(), St
     {
         let plan = modules.bridge(&s, &d).unwrap();
         for kind in modules.bridge_kinds(&s, &d).unwrap() {
-            let c = plan.colocated.as_ref();
-            let lists: Vec<Vec<u32>> = match kind {
-                BridgeKind::Bridge => vec![plan.bridge_group.clone()],
-                BridgeKind::SrcBroadcast => plan.src_broadcast.to_vecs(),
-                BridgeKind::DstBroadcast => plan.dst_broadcast.to_vecs(),
-                BridgeKind::DstCpReduce => plan.dst_cp_reduce.as_ref().unwrap().to_vecs(),
-                BridgeKind::SrcCpGather => plan.src_cp_gather.as_ref().unwrap().to_vecs(),
-                BridgeKind::Gather => c.unwrap().gather_groups.to_vecs(),
-                BridgeKind::ColocatedCpGather => {
-                    c.unwrap().src_cp_gather.as_ref().unwrap().to_vecs()
-                }
-                BridgeKind::ColocatedCpReduce => {
-                    c.unwrap().dst_cp_reduce.as_ref().unwrap().to_vecs()
-                }
-                _ => return Err(format!("unexpected kind {kind}")),
-            };
+            let lists = plan
+                .groups(kind)
+                .ok_or_else(|| format!("{s}->{d}: no {kind} groups in the plan"))?
+                .to_vecs();
             let want = lists.into_iter().find(|g| g.contains(&me));
             let got = comms.bridge(&s, &d, kind).map(|g| gathered(world, &g.comm));
             if got != want {

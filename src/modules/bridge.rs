@@ -186,6 +186,42 @@ pub struct Bridge {
     pub colocated: Option<ColocatedPlan>,
 }
 
+impl Bridge {
+    /// The groups of `kind` in this plan, in color order (the bridge group
+    /// is one group); `None` for a kind the plan does not have.
+    ///
+    /// ```
+    /// use rank_layout::{BridgeKind, Mesh, Modules, Spans};
+    /// let modules = Modules::new(
+    ///     [("enc", Mesh::new([("tp", 2), ("dp", 2)])?), ("llm", Mesh::new([("tp", 4)])?)],
+    ///     Spans::Consecutive,
+    /// )?
+    /// .edge("enc", "llm")?;
+    /// let plan = modules.bridge("enc", "llm")?;
+    /// assert_eq!(plan.groups(BridgeKind::Bridge).unwrap().to_vecs(), vec![vec![1, 3, 4]]);
+    /// assert!(plan.groups(BridgeKind::Gather).is_none());
+    /// # Ok::<(), rank_layout::Error>(())
+    /// ```
+    pub fn groups(&self, kind: BridgeKind) -> Option<GroupList> {
+        let c = self.colocated.as_ref();
+        match kind {
+            BridgeKind::Bridge => Some(GroupList::new(
+                self.bridge_group.clone(),
+                self.bridge_group.len(),
+            )),
+            BridgeKind::SrcBroadcast => Some(self.src_broadcast.clone()),
+            BridgeKind::DstBroadcast => Some(self.dst_broadcast.clone()),
+            BridgeKind::DstCpReduce => self.dst_cp_reduce.clone(),
+            BridgeKind::SrcCpGather => self.src_cp_gather.clone(),
+            BridgeKind::Gather => c
+                .filter(|c| !c.gather_groups.is_empty())
+                .map(|c| c.gather_groups.clone()),
+            BridgeKind::ColocatedCpGather => c.and_then(|c| c.src_cp_gather.clone()),
+            BridgeKind::ColocatedCpReduce => c.and_then(|c| c.dst_cp_reduce.clone()),
+        }
+    }
+}
+
 /// One edge prepared for per-rank answers: both grids and the pairing.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct Edge {

@@ -14,6 +14,32 @@ use rank_layout::{Axis, Config, ExpertLayout, Layout};
 
 pub type Groups = Vec<Vec<u32>>;
 
+/// A file of `tests/data/megatron/` (what Megatron-LM's and Megatron-Core's
+/// own code built), parsed.
+pub fn megatron_data(name: &str) -> serde_json::Value {
+    let path = format!("{}/tests/data/megatron/{name}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// A list of ranks of the reference data.
+pub fn ranks(v: &serde_json::Value) -> Vec<u32> {
+    v.as_array()
+        .expect("a list of ranks")
+        .iter()
+        .map(|r| u32::try_from(r.as_u64().expect("a rank")).expect("a u32 rank"))
+        .collect()
+}
+
+/// Lists of ranks of the reference data.
+pub fn rank_lists(v: &serde_json::Value) -> Groups {
+    v.as_array()
+        .expect("a list of groups")
+        .iter()
+        .map(ranks)
+        .collect()
+}
+
 /// Megatron-LM's `generate_masked_orthogonal_rank_groups`, transcribed.
 pub fn masked_groups(world: u64, sizes: &[u64], mask: &[bool], offset: u64) -> Groups {
     fn prefix_product(a: &[u64]) -> Vec<u64> {
