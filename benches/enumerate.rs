@@ -318,10 +318,10 @@ fn modules(c: &mut Criterion) {
             })
             .sum()
     };
-    let values = held(&modules.bridges());
+    let values = held(&modules.bridges().expect("plans"));
     g.bench_function(BenchmarkId::new("bridge-plans", world), |b| {
         b.iter(|| {
-            let plans = black_box(&modules).bridges();
+            let plans = black_box(&modules).bridges().expect("plans");
             assert_eq!(plans.len(), 3);
             assert_eq!(held(&plans), values);
             plans

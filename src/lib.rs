@@ -127,8 +127,8 @@ pub use mesh::{
     torchtitan_mesh,
 };
 pub use modules::{
-    Bridge, BridgeKind, BridgeRole, ColocatedMode, ColocatedPlan, Direction, EdgeSpec, GroupList,
-    ModuleSpec, Modules, ModulesSpec, Spans,
+    Bridge, BridgeKind, BridgeRole, ColocatedMode, ColocatedPlan, Direction, EdgeInfo, EdgeSpec,
+    GroupList, ModuleSpec, Modules, ModulesSpec, Spans,
 };
 pub use order::Order;
 pub use plan::groups::Groups;

@@ -43,7 +43,7 @@ pub struct BridgeArgs {
 pub fn run(args: &BridgeArgs) -> Result<(), Failure> {
     let m = load(&args.modules)?;
     let plans = match &args.edge {
-        None => m.modules.bridges(),
+        None => m.modules.bridges()?,
         Some(edge) => {
             let (src, dst) = edge.split_once(':').ok_or_else(|| {
                 Failure::Message(format!(

@@ -623,23 +623,16 @@ struct EdgeBrief {
 
 impl Describe<'_> {
     fn edges(&self) -> Vec<EdgeBrief> {
-        self.m
-            .modules
-            .bridges()
-            .into_iter()
-            .map(|b| {
-                let (mode, reason) = match &b.colocated {
-                    Some(c) => (c.mode.as_str(), c.reason.clone()),
-                    None => ("p2p", None),
-                };
-                EdgeBrief {
-                    src: b.src,
-                    dst: b.dst,
-                    direction: b.direction.to_string(),
-                    scale: b.scale,
-                    mode,
-                    reason,
-                }
+        let m = &self.m.modules;
+        m.edges()
+            .filter_map(|(s, d)| m.edge_info(s, d).ok())
+            .map(|e| EdgeBrief {
+                src: e.src,
+                dst: e.dst,
+                direction: e.direction.to_string(),
+                scale: e.scale,
+                mode: e.mode.map_or("p2p", |m| m.as_str()),
+                reason: e.reason,
             })
             .collect()
     }

@@ -324,6 +324,15 @@ impl PyModules {
         })
     }
 
+    /// `MemoryError` before a plan whose Python lists would not fit: at
+    /// most four ranks per rank of its two modules, each a Python int.
+    fn check_plan(&self, src: &str, dst: &str) -> PyResult<()> {
+        let world = |name: &str| -> PyResult<u64> {
+            Ok(u64::from(self.inner.module(name).or_raise()?.world_size()))
+        };
+        crate::memory::check_ints(4 * (world(src)? + world(dst)?))
+    }
+
     fn round_arg(&self, obj: Option<&Bound<'_, PyAny>>) -> PyResult<usize> {
         let rounds = self.inner.rounds();
         match obj {
@@ -399,6 +408,7 @@ impl PyModules {
     /// >>> m.bridge("enc", "llm")
     /// {'src_leaders': [1, 3], 'dst_leaders': [4], 'pairs': [(1, 4), (3, 4)], 'src_broadcast': [[0, 1], [2, 3]], 'dst_broadcast': [[4, 5, 6, 7]], 'bridge_group': [1, 3, 4]}
     fn bridge<'py>(&self, py: Python<'py>, src: &str, dst: &str) -> PyResult<Bound<'py, PyDict>> {
+        self.check_plan(src, dst)?;
         bridge_dict(py, &self.inner.bridge(src, dst).or_raise()?)
     }
 
@@ -406,7 +416,10 @@ impl PyModules {
     /// ``(src, dst)``, in :attr:`edges` order.
     fn bridges<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
-        for b in self.inner.bridges() {
+        for (src, dst) in self.inner.edges() {
+            self.check_plan(src, dst)?;
+        }
+        for b in self.inner.bridges().or_raise()? {
             d.set_item((b.src.clone(), b.dst.clone()), bridge_dict(py, &b)?)?;
         }
         Ok(d)

@@ -268,3 +268,15 @@ def test_stubs_name_every_public_method() -> None:
     for name in vars(rank_layout._native.Modules):
         if not name.startswith("_"):
             assert f"def {name}(" in section, name
+
+
+def test_a_plan_too_large_for_the_machine_is_a_memory_error():
+    # Two modules of 2^31 ranks: their plan's Python lists would need
+    # hundreds of GB; refused before anything is built.
+    m = Modules([("a", Mesh([("dp", 1 << 31)])), ("b", Mesh([("dp", 1 << 31)]))], [("a", "b")])
+    with pytest.raises(MemoryError, match="available"):
+        m.bridge("a", "b")
+    with pytest.raises(MemoryError):
+        m.bridges()
+    # Per-rank answers stay instant at that size.
+    assert m.role(5, "a", "b")["sends_to"] == [(1 << 31) + 5]

@@ -222,6 +222,28 @@ impl Bridge {
     }
 }
 
+/// An edge in brief, in O(1): which side has more lanes, by how much, and
+/// for colocated modules the plan's mode and why.
+///
+/// Created by [`Modules::edge_info`](crate::Modules::edge_info).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct EdgeInfo {
+    /// The source module's name.
+    pub src: String,
+    /// The destination module's name.
+    pub dst: String,
+    /// Which side has more lanes.
+    pub direction: Direction,
+    /// The ratio of the lane counts (1 when equal).
+    pub scale: u32,
+    /// Colocated modules: gathers or the leader plan (`None` for separate
+    /// spans, which always take the leader plan).
+    pub mode: Option<crate::modules::ColocatedMode>,
+    /// Why a colocated edge takes the leader plan.
+    pub reason: Option<String>,
+}
+
 /// One edge prepared for per-rank answers: both grids and the pairing.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct Edge {
@@ -258,7 +280,9 @@ impl Edge {
                 dst_lanes: nd,
             });
         };
-        let colocated = colocated.then(|| ColocatedEdge::new(a, b, direction, scale));
+        let colocated = colocated
+            .then(|| ColocatedEdge::new(a, b, direction, scale))
+            .transpose()?;
         Ok(Edge {
             src,
             dst,
@@ -318,8 +342,26 @@ impl Edge {
         kinds
     }
 
+    /// The number of ranks the whole plan lists (every list, an upper
+    /// bound for a colocated one).
+    fn plan_members(&self, a: &LaneGrid, b: &LaneGrid) -> u64 {
+        let (ns, nd) = (u64::from(a.lanes()), u64::from(b.lanes()));
+        let stage = |g: &LaneGrid| u64::from(g.lanes()) * u64::from(g.positions());
+        let cp = |g: &LaneGrid| u64::from(g.lanes()) * u64::from(g.cp.size);
+        let colocated = if self.colocated.is_some() {
+            4 * u64::from(a.world)
+        } else {
+            0
+        };
+        4 * (ns + nd) + stage(a) + stage(b) + cp(a) + cp(b) + colocated
+    }
+
     /// The whole plan.
-    pub fn plan(&self, a: &LaneGrid, b: &LaneGrid, names: (&str, &str)) -> Bridge {
+    ///
+    /// # Errors
+    /// [`Error::OutOfMemory`] when its lists cannot be allocated.
+    pub fn plan(&self, a: &LaneGrid, b: &LaneGrid, names: (&str, &str)) -> Result<Bridge> {
+        can_hold(self.plan_members(a, b))?;
         let src_leaders: Vec<u32> = (0..a.lanes()).map(|l| src_leader(a, l)).collect();
         let dst_leaders: Vec<u32> = (0..b.lanes()).map(|j| dst_leader(b, j)).collect();
         let mut pairs = Vec::with_capacity(src_leaders.len().max(dst_leaders.len()));
@@ -350,7 +392,7 @@ impl Edge {
         let mut bridge_group: Vec<u32> = src_leaders.iter().chain(&dst_leaders).copied().collect();
         bridge_group.sort_unstable();
         bridge_group.dedup();
-        Bridge {
+        Ok(Bridge {
             src: names.0.to_owned(),
             dst: names.1.to_owned(),
             direction: self.direction,
@@ -364,8 +406,24 @@ impl Edge {
             dst_leaders,
             pairs,
             bridge_group,
-        }
+        })
     }
+}
+
+/// Whether `members` ranks can be allocated: a reservation that is given
+/// back at once (nothing is touched), so that a plan too large for the
+/// machine is an error rather than an abort.
+///
+/// # Errors
+/// [`Error::OutOfMemory`].
+pub(crate) fn can_hold(members: u64) -> Result<()> {
+    let error = || Error::OutOfMemory {
+        members,
+        bytes: members.saturating_mul(4),
+    };
+    let len = usize::try_from(members).map_err(|_| error())?;
+    let mut probe: Vec<u32> = Vec::new();
+    probe.try_reserve_exact(len).map_err(|_| error())
 }
 
 /// The source leader of lane `l`: every model coordinate at its last value.
@@ -376,4 +434,21 @@ pub(crate) fn src_leader(g: &LaneGrid, l: u32) -> u32 {
 /// The destination leader of lane `j`: every model coordinate 0.
 pub(crate) fn dst_leader(g: &LaneGrid, j: u32) -> u32 {
     g.rank(j, 0, 0, 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_plan_past_the_address_space_is_an_error() {
+        assert!(matches!(
+            can_hold(u64::MAX),
+            Err(Error::OutOfMemory {
+                members: u64::MAX,
+                ..
+            })
+        ));
+        assert!(can_hold(1024).is_ok());
+    }
 }

@@ -4,7 +4,7 @@
 use std::fmt;
 
 use crate::modules::alignment;
-use crate::modules::bridge::{Direction, Edge, dst_leader, src_leader};
+use crate::modules::bridge::{Direction, Edge, can_hold, dst_leader, src_leader};
 use crate::modules::group_list::GroupList;
 use crate::modules::lanes::LaneGrid;
 
@@ -74,7 +74,16 @@ impl ColocatedEdge {
     /// Decides between the gather plan and the leader plan: C1 from
     /// strides in O(dims) when the grids' digit boundaries form a chain
     /// (`alignment`), else by every rank, stopping at the first that fails.
-    pub fn new(a: &LaneGrid, b: &LaneGrid, direction: Direction, scale: u32) -> ColocatedEdge {
+    ///
+    /// # Errors
+    /// [`Error::OutOfMemory`](crate::Error::OutOfMemory) when the leader
+    /// plan's sorted leaders cannot be allocated.
+    pub fn new(
+        a: &LaneGrid,
+        b: &LaneGrid,
+        direction: Direction,
+        scale: u32,
+    ) -> crate::error::Result<ColocatedEdge> {
         let reason = if a.pp.size > 1 || b.pp.size > 1 {
             Some(format!(
                 "pp is {} on the source and {} on the destination: the gather plan needs pp = 1 on both",
@@ -103,6 +112,7 @@ impl ColocatedEdge {
             })
         };
         let leaders = if reason.is_some() {
+            can_hold(u64::from(a.lanes()) + u64::from(b.lanes()))?;
             let mut l: Vec<u32> = (0..a.lanes())
                 .map(|i| src_leader(a, i))
                 .chain((0..b.lanes()).map(|j| dst_leader(b, j)))
@@ -113,7 +123,7 @@ impl ColocatedEdge {
         } else {
             Vec::new()
         };
-        ColocatedEdge { reason, leaders }
+        Ok(ColocatedEdge { reason, leaders })
     }
 
     /// Whether the gather plan holds.

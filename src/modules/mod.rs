@@ -36,7 +36,7 @@ mod spec;
 #[cfg(feature = "serde")]
 mod spec_file;
 
-pub use bridge::{Bridge, BridgeKind, Direction};
+pub use bridge::{Bridge, BridgeKind, Direction, EdgeInfo};
 pub use colocated::{ColocatedMode, ColocatedPlan};
 pub use group_list::GroupList;
 pub use role::BridgeRole;
@@ -390,17 +390,55 @@ impl Modules {
     /// The bridge plan of the edge `src -> dst`, ranks global.
     ///
     /// # Errors
-    /// [`Error::UnknownName`] for a module or an edge that is not one.
+    /// [`Error::UnknownName`] for a module or an edge that is not one;
+    /// [`Error::OutOfMemory`] for a plan the machine cannot hold.
     pub fn bridge(&self, src: &str, dst: &str) -> Result<Bridge> {
         let (edge, a, b) = self.edge_at(self.edge_index(src, dst)?)?;
-        Ok(edge.plan(a, b, (src, dst)))
+        edge.plan(a, b, (src, dst))
     }
 
     /// The bridge plan of every edge, in [`edges`](Self::edges) order.
-    pub fn bridges(&self) -> Vec<Bridge> {
-        self.edges()
-            .filter_map(|(s, d)| self.bridge(s, d).ok())
-            .collect()
+    ///
+    /// # Errors
+    /// [`Error::OutOfMemory`] for a plan the machine cannot hold.
+    pub fn bridges(&self) -> Result<Vec<Bridge>> {
+        self.edges().map(|(s, d)| self.bridge(s, d)).collect()
+    }
+
+    /// The edge `src -> dst` in brief, in O(1): direction, scale, and for
+    /// colocated modules the mode and why (no plan is built).
+    ///
+    /// ```
+    /// use rank_layout::{ColocatedMode, Direction, Mesh, Modules, Spans};
+    /// let m = Modules::new(
+    ///     [("a", Mesh::new([("tp", 2), ("dp", 4)])?), ("b", Mesh::new([("dp", 2), ("tp", 4)])?)],
+    ///     Spans::Colocated,
+    /// )?
+    /// .edge("a", "b")?;
+    /// let e = m.edge_info("a", "b")?;
+    /// assert_eq!((e.direction, e.scale, e.mode), (Direction::FanIn, 2, Some(ColocatedMode::P2p)));
+    /// assert!(e.reason.unwrap().starts_with("rank 1 is on source lane 0"));
+    /// # Ok::<(), rank_layout::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::UnknownName`] for a module or an edge that is not one.
+    pub fn edge_info(&self, src: &str, dst: &str) -> Result<EdgeInfo> {
+        let (edge, _, _) = self.edge_at(self.edge_index(src, dst)?)?;
+        Ok(EdgeInfo {
+            src: src.to_owned(),
+            dst: dst.to_owned(),
+            direction: edge.direction,
+            scale: edge.scale,
+            mode: edge.colocated.as_ref().map(|c| {
+                if c.collective() {
+                    ColocatedMode::Collective
+                } else {
+                    ColocatedMode::P2p
+                }
+            }),
+            reason: edge.colocated.as_ref().and_then(|c| c.reason.clone()),
+        })
     }
 
     /// The communicator kinds the edge `src -> dst` needs, each one split
