@@ -581,11 +581,13 @@ impl Modules {
             if self.colocated && i != round {
                 continue;
             }
-            let Some(set) = set else { continue };
+            if *set == ModuleSet::Missing {
+                continue;
+            }
             if u64::from(rank) < mesh.rank_end() && rank >= mesh.rank_offset() {
                 let s = match set {
-                    Some(sel) => mesh.split_of(rank, *sel)?,
-                    None => Split {
+                    ModuleSet::Dims(sel) => mesh.split_of(rank, *sel)?,
+                    _ => Split {
                         color: rank - mesh.rank_offset(),
                         key: 0,
                     },
@@ -598,18 +600,16 @@ impl Modules {
                     key: s.key,
                 }));
             }
-            shift += groups_in(mesh, set.as_ref());
+            shift += set.groups_in(mesh);
         }
         Ok(None)
     }
 
-    /// The dim set `dims` in each module: `None` for a module without
-    /// it (a view or flatten it lacks), `Some(None)` when every dim is one
-    /// of the module vocabulary the module lacks (one group per rank).
+    /// The dim set `dims` in each module.
     ///
     /// # Errors
     /// The first module's error when no module has the dim set.
-    fn selections(&self, dims: &str) -> Result<Vec<Option<Option<Selection>>>> {
+    fn selections(&self, dims: &str) -> Result<Vec<ModuleSet>> {
         let names: Vec<&str> = dims.split('-').collect();
         if names.iter().all(|n| MODULE_DIMS.contains(n)) {
             return self
@@ -622,36 +622,51 @@ impl Modules {
                         .filter(|n| m.dims().any(|(d, _)| d == *n))
                         .collect();
                     if present.is_empty() {
-                        Ok(Some(None))
+                        Ok(ModuleSet::PerRank)
                     } else {
-                        m.select_dims(None, &present).map(|s| Some(Some(s)))
+                        m.select_dims(None, &present).map(ModuleSet::Dims)
                     }
                 })
                 .collect();
         }
         let mut first_err = None;
-        let sets: Vec<Option<Option<Selection>>> = self
+        let sets: Vec<ModuleSet> = self
             .meshes
             .iter()
             .map(|m| match m.select(dims) {
-                Ok(s) => Some(Some(s)),
+                Ok(s) => ModuleSet::Dims(s),
                 Err(e) => {
                     first_err.get_or_insert(e);
-                    None
+                    ModuleSet::Missing
                 }
             })
             .collect();
         match first_err {
-            Some(e) if sets.iter().all(Option::is_none) => Err(e),
+            Some(e) if sets.iter().all(|s| *s == ModuleSet::Missing) => Err(e),
             _ => Ok(sets),
         }
     }
 }
 
-/// The number of groups of `set` in `mesh` (`None`: one per rank).
-fn groups_in(mesh: &Mesh, set: Option<&Selection>) -> u64 {
-    match set {
-        Some(s) => mesh.groups_of(*s).map_or(0, |g| g.len() as u64),
-        None => u64::from(mesh.world_size()),
+/// What a dim set is in one module.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ModuleSet {
+    /// The module lacks it (a view or flatten of another module's).
+    Missing,
+    /// Every dim is one of the module vocabulary the module lacks: size 1,
+    /// one group per rank.
+    PerRank,
+    /// Its dims in the module.
+    Dims(Selection),
+}
+
+impl ModuleSet {
+    /// The number of its groups in `mesh`.
+    fn groups_in(self, mesh: &Mesh) -> u64 {
+        match self {
+            ModuleSet::Missing => 0,
+            ModuleSet::PerRank => u64::from(mesh.world_size()),
+            ModuleSet::Dims(s) => mesh.groups_of(s).map_or(0, |g| g.len() as u64),
+        }
     }
 }
