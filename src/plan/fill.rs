@@ -16,18 +16,44 @@ use crate::segment::add_copy;
 /// Members per part of every group: `[first part, second part]`.
 pub(crate) type Parts = [usize; 2];
 
-/// Members per block of [`Pattern`]: the per-member constants of a copy
-/// repeat every group, so a block of whole groups is one vectorisable add
-/// over a slice of the same length.
-const BLOCK_MEMBERS: usize = 256;
+/// Lanes of the vectors a periodic copy is cut into (four `u32`, the
+/// baseline SIMD width of every target the crate is built for).
+const LANES: usize = 4;
 
-/// Which members of a block of whole groups are in the second part of their
-/// group: all ones there, zeros in the first part. A copy adds `d0 + (mask &
-/// (d1 - d0))` to every member: `d0` to first parts, `d1` to second parts.
+/// Most vectors one period of a copy's constants may span to be held in
+/// registers. Measured on 8 MiB outputs: a period of up to 16 vectors
+/// copies at 0.8-0.9x a sequential write, as a plain copy does, where
+/// loading the constants beside the source costs 1.5-1.7x.
+const MAX_PERIOD_VECTORS: usize = 16;
+
+/// Members a [`Method::Fix`] copy writes before it goes back over them to
+/// correct the minor part, so that they are still in the first-level cache.
+const FIX_MEMBERS: usize = 2048;
+
+/// How the copies of a [`Pattern`] add their per-member constants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Method {
+    /// One period of the constants is this many whole vectors, kept in
+    /// registers while the copy runs ([`copy_periodic`]).
+    Periodic(usize),
+    /// Longer periods: a plain copy adding the constant of the larger part
+    /// (`major`), then, in place, the difference to the other part's
+    /// constant over that part's members. Measured with parts of 8 and 64
+    /// members at 0.8-0.9x a sequential write, against 1.2x for two copies
+    /// per group and 1.3x for constants loaded beside the source.
+    Fix { major: usize },
+}
+
+/// How the copies of groups of two parts add their constants: `d0` to the
+/// members of every first part, `d1` to those of every second part.
 pub(crate) struct Pattern {
     parts: Parts,
+    method: Method,
+    /// One period of [`Method::Periodic`]: zeros over first parts, all ones
+    /// over second parts, so that a member's constant is `d0 + (mask & (d1
+    /// - d0))`. Empty for [`Method::Fix`].
     mask: Vec<u32>,
-    /// Scratch: one copy's constant per member of a block.
+    /// Scratch: one copy's constant per member of `mask`.
     add: Vec<u32>,
 }
 
@@ -35,17 +61,27 @@ impl Pattern {
     /// The pattern of groups of `parts` members.
     pub(crate) fn new(parts: Parts) -> Pattern {
         let p = (parts[0] + parts[1]).max(1);
-        // Whole groups and whole vectors of 8 members: no remainder loop
-        // inside a block.
-        let unit = p / gcd(p, 8) * 8;
-        let per_block = (BLOCK_MEMBERS / unit).max(1) * unit;
-        let mut mask = Vec::with_capacity(per_block);
-        while mask.len() < per_block {
+        // One period: whole groups and whole vectors.
+        let vectors = p / gcd(p, LANES);
+        let (method, len) = if vectors <= MAX_PERIOD_VECTORS {
+            (Method::Periodic(vectors), vectors * LANES)
+        } else {
+            let major = usize::from(parts[1] >= parts[0]);
+            (Method::Fix { major }, p)
+        };
+        let mut mask = Vec::with_capacity(len);
+        while mask.len() < len {
             mask.extend(std::iter::repeat_n(0, parts[0]));
             mask.extend(std::iter::repeat_n(u32::MAX, parts[1]));
         }
-        let add = vec![0; mask.len()];
-        Pattern { parts, mask, add }
+        mask.truncate(len);
+        let add = vec![0; len];
+        Pattern {
+            parts,
+            method,
+            mask,
+            add,
+        }
     }
 
     /// Copies `total` members from `out[src..]` to `out[dst..]` (`src`
@@ -68,18 +104,81 @@ impl Pattern {
         let (Some(from), Some(to)) = (head.get(src..src + total), tail.get_mut(..total)) else {
             return;
         };
-        let (base, diff) = (deltas[0], deltas[1].wrapping_sub(deltas[0]));
-        // This copy's constant per member of a block, once: the copy itself
-        // is then one add per member.
-        for (a, m) in self.add.iter_mut().zip(&self.mask).take(total) {
-            *a = base.wrapping_add(m & diff);
+        match self.method {
+            Method::Periodic(vectors) => {
+                let (base, diff) = (deltas[0], deltas[1].wrapping_sub(deltas[0]));
+                for (a, m) in self.add.iter_mut().zip(&self.mask) {
+                    *a = base.wrapping_add(m & diff);
+                }
+                copy_periodic(to, from, &self.add, vectors);
+            }
+            Method::Fix { major } => {
+                let p = self.parts[0] + self.parts[1];
+                let minor = if major == 0 {
+                    self.parts[0]..p
+                } else {
+                    0..self.parts[0]
+                };
+                let [d0, d1] = deltas;
+                let (major_delta, minor_delta) = if major == 0 { (d0, d1) } else { (d1, d0) };
+                let fix = minor_delta.wrapping_sub(major_delta);
+                let chunk = (FIX_MEMBERS / p).max(1) * p;
+                for (t, f) in to.chunks_mut(chunk).zip(from.chunks(chunk)) {
+                    for (a, b) in t.iter_mut().zip(f) {
+                        *a = b.wrapping_add(major_delta);
+                    }
+                    for group in t.chunks_exact_mut(p) {
+                        for a in group.get_mut(minor.clone()).unwrap_or_default() {
+                            *a = a.wrapping_add(fix);
+                        }
+                    }
+                }
+            }
         }
-        let block = self.add.len().max(1);
-        for (t, f) in to.chunks_mut(block).zip(from.chunks(block)) {
-            for ((a, b), d) in t.iter_mut().zip(f).zip(&self.add) {
+    }
+}
+
+/// `to[i] = from[i] + add[i % add.len()]`, where `add` is `vectors` whole
+/// vectors: the copy is cut into periods with the constants held in
+/// registers, so each member costs one load, one add and one store, as a
+/// plain copy does.
+fn copy_periodic(to: &mut [u32], from: &[u32], add: &[u32], vectors: usize) {
+    macro_rules! periods {
+        ($($v:literal)*) => {
+            match vectors {
+                $($v => periods::<$v>(to, from, add),)*
+                _ => {}
+            }
+        };
+    }
+    periods!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16);
+}
+
+/// [`copy_periodic`] for a period of `V` vectors.
+fn periods<const V: usize>(to: &mut [u32], from: &[u32], add: &[u32]) {
+    let mut constants = [[0u32; LANES]; V];
+    for (c, a) in constants.iter_mut().zip(add.chunks_exact(LANES)) {
+        for (x, y) in c.iter_mut().zip(a) {
+            *x = *y;
+        }
+    }
+    let period = V * LANES;
+    let mut to_periods = to.chunks_exact_mut(period);
+    let mut from_periods = from.chunks_exact(period);
+    for (t, f) in (&mut to_periods).zip(&mut from_periods) {
+        let vectors = t.chunks_exact_mut(LANES).zip(f.chunks_exact(LANES));
+        for ((tv, fv), c) in vectors.zip(&constants) {
+            for ((a, b), d) in tv.iter_mut().zip(fv).zip(c) {
                 *a = b.wrapping_add(*d);
             }
         }
+    }
+    let rest = to_periods
+        .into_remainder()
+        .iter_mut()
+        .zip(from_periods.remainder());
+    for ((a, b), d) in rest.zip(add) {
+        *a = b.wrapping_add(*d);
     }
 }
 
@@ -156,4 +255,53 @@ fn gcd(mut a: usize, mut b: usize) -> usize {
         (a, b) = (b, a % b);
     }
     a
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Groups `0..count` of `parts` members, member `m` of group `g` being
+    /// `g * 1000 + m` in the first part and `g * 7 + m + 500_000` in the
+    /// second: each part moves by its own constant from group to group.
+    fn naive(parts: Parts, count: usize) -> Vec<u32> {
+        let mut out = Vec::new();
+        for g in 0..count as u32 {
+            out.extend((0..parts[0] as u32).map(|m| g * 1000 + m));
+            out.extend((0..parts[1] as u32).map(|m| g * 7 + m + 500_000));
+        }
+        out
+    }
+
+    #[test]
+    fn every_method_is_chosen_somewhere() {
+        assert_eq!(Pattern::new([2, 8]).method, Method::Periodic(5));
+        assert_eq!(Pattern::new([1, 1]).method, Method::Periodic(1));
+        assert_eq!(Pattern::new([8, 64]).method, Method::Fix { major: 1 });
+        assert_eq!(Pattern::new([40, 3]).method, Method::Fix { major: 0 });
+    }
+
+    proptest! {
+        /// Replicating one group along a digit, with either method, any
+        /// part sizes and copies that end mid-period, writes what each
+        /// group is.
+        #[test]
+        fn replicate_groups_matches_naive(
+            first in 0usize..48,
+            second in 0usize..80,
+            count in 1u32..300,
+        ) {
+            let parts = [first, second];
+            let p = first + second;
+            prop_assume!(p > 0);
+            let want = naive(parts, count as usize);
+            let mut out = vec![0u32; want.len()];
+            out[..p].copy_from_slice(&want[..p]);
+            let mut pattern = Pattern::new(parts);
+            replicate_groups(&mut out, 0, 1, &mut pattern, count, [1000, 7]);
+            prop_assert_eq!(out, want);
+        }
+    }
 }
