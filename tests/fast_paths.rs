@@ -262,6 +262,24 @@ fn every_plan_shape() {
             .order("cp-tp-dp-pp".parse().unwrap())
             .rank_offset(3)
             .expert_layout(ExpertLayout::Nested),
+        // Joined groups whose period of per-part constants spans more
+        // vectors than are kept in registers (tp-pp: 6 + 15 members), and
+        // fewer (pp: 3 + 5).
+        Config::new()
+            .tp(3)
+            .cp(2)
+            .dp(Some(2))
+            .pp(5)
+            .encoder_tp(Some(2))
+            .encoder_pp(Some(3))
+            .expert_layout(ExpertLayout::Nested),
+        // The encoder part the larger one (tp-pp: 30 + 3 members).
+        Config::new()
+            .tp(3)
+            .dp(Some(2))
+            .encoder_tp(Some(6))
+            .encoder_pp(Some(5))
+            .expert_layout(ExpertLayout::Nested),
     ];
     let intra = Layout::new(&layouts[0]).unwrap();
     assert_eq!(
