@@ -452,6 +452,25 @@ impl PyMesh {
         Ok(out)
     }
 
+    /// Pickles as the mesh's dims, rank offset, rank map, views and
+    /// flattens, rebuilt (and checked again) by ``rank_layout._rebuild_mesh``
+    /// on unpickling: what ``torch.multiprocessing`` or a launcher's worker
+    /// pool needs to hand a mesh to other processes.
+    fn __reduce__<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
+        let rebuild = py.import("rank_layout")?.getattr("_rebuild_mesh")?;
+        let parts = (
+            self.dims(),
+            self.rank_offset(),
+            self.rank_map(),
+            self.views()?,
+            self.flattens(),
+        );
+        Ok((rebuild, parts.into_pyobject(py)?))
+    }
+
     fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
         other
             .cast::<PyMesh>()

@@ -5,7 +5,7 @@ use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyList, PyMapping, PyString};
+use pyo3::types::{PyBool, PyDict, PyList, PyMapping, PyString, PyTuple};
 use rank_layout::{
     Bridge, BridgeKind, BridgeRole, ColocatedPlan, GroupList, Layout, Mesh, Modules, Selection,
     Spans, Split,
@@ -693,6 +693,27 @@ impl PyModules {
 
     fn __len__(&self) -> usize {
         self.inner.len()
+    }
+
+    /// Pickles as the arguments that build it again: each module's mesh
+    /// (pickled as a :class:`Mesh`), the edges and the placement.
+    fn __reduce__<'py>(
+        slf: &Bound<'py, Self>,
+    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
+        let py = slf.py();
+        let this = slf.get();
+        let mut modules = Vec::new();
+        for name in this.inner.names() {
+            let inner = this.inner.module(name).or_raise()?.clone();
+            modules.push((name.to_owned(), PyMesh { inner }));
+        }
+        let edges: Vec<(String, String)> = this
+            .inner
+            .edges()
+            .map(|(s, d)| (s.to_owned(), d.to_owned()))
+            .collect();
+        let args = (modules, edges, this.inner.is_colocated()).into_pyobject(py)?;
+        Ok((slf.get_type().into_any(), args))
     }
 
     fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {

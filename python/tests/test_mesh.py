@@ -82,3 +82,22 @@ def test_bad_input_is_a_layout_error_naming_the_value(make, message) -> None:
     with pytest.raises(LayoutError) as e:
         make()
     assert message in str(e.value)
+
+
+def test_meshes_pickle_with_views_flattens_offsets_and_rank_maps() -> None:
+    import pickle
+
+    meshes = [
+        Mesh([("tp", 2), ("dp", 4)], rank_offset=3, rank_map=[1, 0, 3, 2, 5, 4, 7, 6])
+        .view("expert", [("ep", 4), ("edp", 2)])
+        .flatten("dp_tp", ["dp", "tp"]),
+        torchtitan_mesh(dp_shard=-1, tp=2, ep=2, world_size=16),
+        Layout(tp=2, cp=2, ep=2, world_size=16).mesh(),
+    ]
+    for mesh in meshes:
+        back = pickle.loads(pickle.dumps(mesh))
+        assert back == mesh and type(back) is Mesh
+        assert back.views == mesh.views and back.flattens == mesh.flattens
+        for name, _ in mesh.flattens:
+            assert back.groups(name) == mesh.groups(name)
+        assert back.coord(mesh.rank_offset + 5) == mesh.coord(mesh.rank_offset + 5)

@@ -280,3 +280,20 @@ def test_a_plan_too_large_for_the_machine_is_a_memory_error():
         m.bridges()
     # Per-rank answers stay instant at that size.
     assert m.role(5, "a", "b")["sends_to"] == [(1 << 31) + 5]
+
+
+def test_modules_pickle() -> None:
+    import pickle
+
+    for modules in [
+        vision_llm(),
+        Modules(
+            [("a", Mesh([("tp", 2), ("dp", 2)])), ("b", Mesh([("tp", 4)]))],
+            edges=[("a", "b")],
+            colocated=True,
+        ),
+    ]:
+        back = pickle.loads(pickle.dumps(modules))
+        assert back == modules and type(back) is Modules
+        assert repr(back) == repr(modules)
+        assert back.bridges() == modules.bridges()

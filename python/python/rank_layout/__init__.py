@@ -82,6 +82,23 @@ def _rebuild(cls: type, config: dict[str, Any]) -> Layout:
     return cls(**config)
 
 
+def _rebuild_mesh(
+    dims: list[tuple[str, int]],
+    rank_offset: int,
+    rank_map: Optional[list[int]],
+    views: list[tuple[str, list[tuple[str, int]]]],
+    flattens: list[tuple[str, str]],
+) -> Mesh:
+    """Unpickles a mesh: rebuilt (and checked again) from its dims, rank
+    offset, rank map, views and flattens."""
+    mesh = Mesh(dims, rank_offset=rank_offset, rank_map=rank_map)
+    for name, view_dims in views:
+        mesh = mesh.view(name, view_dims)
+    for name, spec in flattens:
+        mesh = mesh.flatten(name, spec)
+    return mesh
+
+
 class Layout(_NativeLayout):
     __doc__ = _NativeLayout.__doc__
     __slots__ = ()
