@@ -67,10 +67,11 @@ impl Pattern {
             (Method::Periodic(vectors), vectors * LANES)
         } else {
             let major = usize::from(parts[1] >= parts[0]);
-            (Method::Fix { major }, p)
+            (Method::Fix { major }, 0)
         };
         let mut mask = Vec::with_capacity(len);
-        while mask.len() < len {
+        // (Groups of no members have no period: the mask stays empty.)
+        while mask.len() < len && parts[0] + parts[1] > 0 {
             mask.extend(std::iter::repeat_n(0, parts[0]));
             mask.extend(std::iter::repeat_n(u32::MAX, parts[1]));
         }
@@ -281,6 +282,9 @@ mod tests {
         assert_eq!(Pattern::new([1, 1]).method, Method::Periodic(1));
         assert_eq!(Pattern::new([8, 64]).method, Method::Fix { major: 1 });
         assert_eq!(Pattern::new([40, 3]).method, Method::Fix { major: 0 });
+        assert!(Pattern::new([8, 64]).mask.is_empty());
+        // Groups of no members: no period, and no endless mask.
+        assert!(Pattern::new([0, 0]).mask.is_empty());
     }
 
     proptest! {
