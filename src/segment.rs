@@ -269,16 +269,24 @@ fn fill_runs(base: u32, run: Digit, above: &[Digit], out: &mut [u32]) {
             *slot = value;
             value = value.wrapping_add(run.stride);
         }
-        for (count, d) in counts.iter_mut().zip(above) {
-            *count += 1;
-            start = start.wrapping_add(d.stride);
-            if *count < d.size {
-                break;
-            }
-            *count = 0;
-            start = start.wrapping_sub(d.size.wrapping_mul(d.stride));
-        }
+        advance(&mut counts, &mut start, above);
     }
+}
+
+/// One step of an odometer over `digits` (first fastest): `counts` are the
+/// digit values and `offset` their weighted sum, both updated. `false`
+/// when every digit wrapped round (the odometer is back at zero).
+fn advance(counts: &mut [u32; MAX_DIGITS], offset: &mut u32, digits: &[Digit]) -> bool {
+    for (count, d) in counts.iter_mut().zip(digits) {
+        *count += 1;
+        *offset = offset.wrapping_add(d.stride);
+        if *count < d.size {
+            return true;
+        }
+        *count = 0;
+        *offset = offset.wrapping_sub(d.size.wrapping_mul(d.stride));
+    }
+    false
 }
 
 /// Positions of the tile [`fill_whole`] stamps: 8 KiB of `u32`, so that the
@@ -347,18 +355,7 @@ fn fill_whole(base: u32, digits: &[Digit], out: &mut [u32]) {
         if at >= out.len() {
             return;
         }
-        let mut carried = true;
-        for (count, d) in counts.iter_mut().zip(above) {
-            *count += 1;
-            high = high.wrapping_add(d.stride);
-            if *count < d.size {
-                carried = false;
-                break;
-            }
-            *count = 0;
-            high = high.wrapping_sub(d.size.wrapping_mul(d.stride));
-        }
-        if carried {
+        if !advance(&mut counts, &mut high, above) {
             return;
         }
     }

@@ -436,6 +436,19 @@ pub(crate) fn dst_leader(g: &LaneGrid, j: u32) -> u32 {
     g.rank(j, 0, 0, 0)
 }
 
+/// Every lane leader of both sides of an edge (`a` the source, `b` the
+/// destination), ascending and each once: the bridge group of a
+/// colocated edge that takes the leader plan.
+pub(crate) fn all_leaders(a: &LaneGrid, b: &LaneGrid) -> Vec<u32> {
+    let mut l: Vec<u32> = (0..a.lanes())
+        .map(|i| src_leader(a, i))
+        .chain((0..b.lanes()).map(|j| dst_leader(b, j)))
+        .collect();
+    l.sort_unstable();
+    l.dedup();
+    l
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,7 +4,7 @@
 use std::fmt;
 
 use crate::modules::alignment;
-use crate::modules::bridge::{Direction, Edge, can_hold, dst_leader, src_leader};
+use crate::modules::bridge::{Direction, Edge, all_leaders, can_hold};
 use crate::modules::group_list::GroupList;
 use crate::modules::lanes::LaneGrid;
 
@@ -113,13 +113,7 @@ impl ColocatedEdge {
         };
         let leaders = if reason.is_some() {
             can_hold(u64::from(a.lanes()) + u64::from(b.lanes()))?;
-            let mut l: Vec<u32> = (0..a.lanes())
-                .map(|i| src_leader(a, i))
-                .chain((0..b.lanes()).map(|j| dst_leader(b, j)))
-                .collect();
-            l.sort_unstable();
-            l.dedup();
-            l
+            all_leaders(a, b)
         } else {
             Vec::new()
         };

@@ -1,7 +1,7 @@
 //! One rank's part in a bridge, in O(dims): leader or not, its peers, its
 //! slot, its color and key in each of the bridge's communicators.
 
-use crate::modules::bridge::{BridgeKind, Direction, Edge, dst_leader, src_leader};
+use crate::modules::bridge::{BridgeKind, Direction, Edge, all_leaders, dst_leader, src_leader};
 use crate::modules::lanes::LaneGrid;
 use crate::split::Split;
 
@@ -185,15 +185,7 @@ pub(crate) fn members(
         BridgeKind::Bridge => {
             out = match &edge.colocated {
                 Some(c) if !c.collective() => c.leaders.clone(),
-                _ => {
-                    let mut l: Vec<u32> = (0..a.lanes())
-                        .map(|i| src_leader(a, i))
-                        .chain((0..b.lanes()).map(|j| dst_leader(b, j)))
-                        .collect();
-                    l.sort_unstable();
-                    l.dedup();
-                    l
-                }
+                _ => all_leaders(a, b),
             };
         }
         BridgeKind::SrcBroadcast => a.stage_ranks(color, a.pp.last(), &mut out),
