@@ -8,6 +8,9 @@ use std::fmt;
 /// and `Edp` are the expert tensor- and expert data-parallel axes of the
 /// folded expert grid; in the nested layout `Edp` is the `dp / ep` axis that
 /// Megatron-LM calls "dp mod ep" (see [`semantics`](crate::semantics)).
+/// `GtpRemat` and `EgtpRemat` are Megatron-Core 0.19's weight-shard axes
+/// (generalized tensor parallelism with weight rematerialization, "GTP"):
+/// `gtp_remat` on the dense grid, `egtp_remat` on the folded expert grid.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum Axis {
@@ -25,13 +28,21 @@ pub enum Axis {
     Etp,
     /// Expert data parallel (folded grid), or dp / ep (nested grid).
     Edp,
+    /// Weight shards of the dense grid (`gtp_remat`, Megatron-Core 0.19's
+    /// `gtp_remat_size`): placed right after `tp` unless the order names it.
+    GtpRemat,
+    /// Weight shards of the folded expert grid (`egtp_remat`, Megatron-Core
+    /// 0.19's `expert_gtp_remat_size`): placed right after `ep` unless the
+    /// order names `gtp_remat`.
+    EgtpRemat,
 }
 
 impl Axis {
     /// The five order tokens in the default order `tp-cp-ep-dp-pp`.
     pub const ORDER_TOKENS: [Axis; 5] = [Axis::Tp, Axis::Cp, Axis::Ep, Axis::Dp, Axis::Pp];
 
-    /// Every axis, in the order kind names list them (`tp-dp-cp`, `etp-ep-pp`).
+    /// The axes of rank-layout 1.0, in the order kind names list them
+    /// (`tp-dp-cp`, `etp-ep-pp`); [`Axis::ALL`] adds the weight-shard axes.
     pub const NAME_ORDER: [Axis; 7] = [
         Axis::Tp,
         Axis::Etp,
@@ -42,7 +53,22 @@ impl Axis {
         Axis::Pp,
     ];
 
-    /// The lowercase name: `"tp"`, `"cp"`, `"ep"`, `"dp"`, `"pp"`, `"etp"`, `"edp"`.
+    /// Every axis, in the order kind names list them (`tp-gtp_remat-dp-cp`,
+    /// `etp-ep-egtp_remat-pp`).
+    pub const ALL: [Axis; 9] = [
+        Axis::Tp,
+        Axis::GtpRemat,
+        Axis::Etp,
+        Axis::Ep,
+        Axis::EgtpRemat,
+        Axis::Dp,
+        Axis::Edp,
+        Axis::Cp,
+        Axis::Pp,
+    ];
+
+    /// The lowercase name: `"tp"`, `"cp"`, `"ep"`, `"dp"`, `"pp"`, `"etp"`,
+    /// `"edp"`, `"gtp_remat"`, `"egtp_remat"`.
     pub const fn name(self) -> &'static str {
         match self {
             Axis::Tp => "tp",
@@ -52,15 +78,17 @@ impl Axis {
             Axis::Pp => "pp",
             Axis::Etp => "etp",
             Axis::Edp => "edp",
+            Axis::GtpRemat => "gtp_remat",
+            Axis::EgtpRemat => "egtp_remat",
         }
     }
 
     /// Parses a lowercase axis name; `None` for anything else.
     pub fn from_name(name: &str) -> Option<Axis> {
-        Self::NAME_ORDER.into_iter().find(|a| a.name() == name)
+        Self::ALL.into_iter().find(|a| a.name() == name)
     }
 
-    const fn bit(self) -> u8 {
+    const fn bit(self) -> u16 {
         1 << (self as u8)
     }
 }
@@ -84,7 +112,7 @@ impl fmt::Display for Axis {
 /// assert_eq!(format!("{s:?}"), "dp-cp");
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Default, PartialOrd, Ord)]
-pub struct AxisSet(u8);
+pub struct AxisSet(u16);
 
 impl AxisSet {
     /// The empty set.
@@ -128,11 +156,9 @@ impl AxisSet {
         self.0 & other.0 != 0
     }
 
-    /// The axes of the set, in kind-name order ([`Axis::NAME_ORDER`]).
+    /// The axes of the set, in kind-name order ([`Axis::ALL`]).
     pub fn iter(self) -> impl Iterator<Item = Axis> {
-        Axis::NAME_ORDER
-            .into_iter()
-            .filter(move |a| self.contains(*a))
+        Axis::ALL.into_iter().filter(move |a| self.contains(*a))
     }
 }
 

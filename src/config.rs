@@ -139,6 +139,18 @@ pub struct Config {
     /// Distributed-optimizer instances (default 1: none).
     #[cfg_attr(feature = "serde", serde(skip_serializing_if = "is_one"))]
     pub dist_opt_instances: u32,
+    /// Weight shards of the dense grid beyond tensor parallelism
+    /// (Megatron-Core 0.19's `gtp_remat_size`; Megatron-LM's
+    /// `--tensor-parallel-num-weight-shards` is `tp * gtp_remat`). Default 1:
+    /// none. It counts in the model size: `dp = world / (tp*cp*pp*gtp_remat)`.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "is_one"))]
+    pub gtp_remat: u32,
+    /// Weight shards of the folded expert grid (Megatron-Core 0.19's
+    /// `expert_gtp_remat_size`; `--expert-tensor-parallel-num-weight-shards`
+    /// is `etp * expert_gtp_remat`). Default 1: none. It counts in the
+    /// expert model size: `edp = world / (etp*ep*pp*expert_gtp_remat)`.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "is_one"))]
+    pub expert_gtp_remat: u32,
 }
 
 #[cfg(feature = "serde")]
@@ -165,6 +177,8 @@ impl Default for Config {
             etp: None,
             hierarchical_cp: Vec::new(),
             dist_opt_instances: 1,
+            gtp_remat: 1,
+            expert_gtp_remat: 1,
         }
     }
 }
@@ -274,6 +288,20 @@ impl Config {
         self
     }
 
+    /// Sets `gtp_remat`, the dense grid's weight-shard size (1: none).
+    #[must_use]
+    pub fn gtp_remat(mut self, gtp_remat: u32) -> Config {
+        self.gtp_remat = gtp_remat;
+        self
+    }
+
+    /// Sets `expert_gtp_remat`, the expert grid's weight-shard size (1: none).
+    #[must_use]
+    pub fn expert_gtp_remat(mut self, expert_gtp_remat: u32) -> Config {
+        self.expert_gtp_remat = expert_gtp_remat;
+        self
+    }
+
     /// Whether the configuration asks for an encoder + decoder layout.
     pub fn has_encoder(&self) -> bool {
         self.encoder_tp.is_some() || self.encoder_pp.is_some()
@@ -323,6 +351,12 @@ impl fmt::Display for Config {
         }
         if self.dist_opt_instances != d.dist_opt_instances {
             parts.push(format!("dist_opt_instances={}", self.dist_opt_instances));
+        }
+        if self.gtp_remat != d.gtp_remat {
+            parts.push(format!("gtp_remat={}", self.gtp_remat));
+        }
+        if self.expert_gtp_remat != d.expert_gtp_remat {
+            parts.push(format!("expert_gtp_remat={}", self.expert_gtp_remat));
         }
         f.write_str(&parts.join(" "))
     }

@@ -106,6 +106,20 @@ pub enum Error {
         ep: u32,
     },
 
+    /// A weight-shard axis (`gtp_remat` or `expert_gtp_remat` > 1) with an
+    /// option that no Megatron version combines it with.
+    #[error("{what} = {size} cannot be combined with {with}: {why}")]
+    GtpConflict {
+        /// `gtp_remat` or `expert_gtp_remat`.
+        what: &'static str,
+        /// Its size.
+        size: u32,
+        /// The other option.
+        with: &'static str,
+        /// Why, naming the Megatron versions.
+        why: &'static str,
+    },
+
     /// A folded expert grid does not fit the world.
     #[error("world_size ({world_size}) is not divisible by etp*ep*pp = {etp}*{ep}*{pp}")]
     ExpertWorldNotDivisible {

@@ -7,8 +7,8 @@ use crate::error::{Error, Result};
 use crate::math::{Div, checked_product};
 use crate::segment::Digit;
 
-/// Most axes a grid has (the five order tokens).
-pub(crate) const MAX_AXES: usize = 5;
+/// Most axes a grid has (the five order tokens and a weight-shard axis).
+pub(crate) const MAX_AXES: usize = 6;
 
 /// A rank's coordinates in a grid, by axis position (first axis first).
 pub(crate) type Coords = [u32; MAX_AXES];

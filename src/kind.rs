@@ -101,6 +101,24 @@ impl Kind {
     pub const ETP_EP_PP: Kind = axes(&[Axis::Etp, Axis::Ep, Axis::Pp]);
     /// `edp`
     pub const EDP: Kind = axes(&[Axis::Edp]);
+    /// `gtp_remat`: the dense grid's weight-shard groups (Megatron-Core 0.19).
+    pub const GTP_REMAT: Kind = axes(&[Axis::GtpRemat]);
+    /// `gtp_remat-dp`: data distribution across weight shards and replicas.
+    pub const GTP_REMAT_DP: Kind = axes(&[Axis::GtpRemat, Axis::Dp]);
+    /// `gtp_remat-dp-cp`
+    pub const GTP_REMAT_DP_CP: Kind = axes(&[Axis::GtpRemat, Axis::Dp, Axis::Cp]);
+    /// `tp-gtp_remat-pp`: Megatron-Core 0.19's model-parallel group.
+    pub const TP_GTP_REMAT_PP: Kind = axes(&[Axis::Tp, Axis::GtpRemat, Axis::Pp]);
+    /// `tp-gtp_remat-dp`
+    pub const TP_GTP_REMAT_DP: Kind = axes(&[Axis::Tp, Axis::GtpRemat, Axis::Dp]);
+    /// `tp-gtp_remat-dp-cp`
+    pub const TP_GTP_REMAT_DP_CP: Kind = axes(&[Axis::Tp, Axis::GtpRemat, Axis::Dp, Axis::Cp]);
+    /// `egtp_remat`: the expert grid's weight-shard groups (Megatron-Core 0.19).
+    pub const EGTP_REMAT: Kind = axes(&[Axis::EgtpRemat]);
+    /// `egtp_remat-edp`: expert data distribution across weight shards.
+    pub const EGTP_REMAT_EDP: Kind = axes(&[Axis::EgtpRemat, Axis::Edp]);
+    /// `etp-ep-egtp_remat-pp`
+    pub const ETP_EP_EGTP_REMAT_PP: Kind = axes(&[Axis::Etp, Axis::Ep, Axis::EgtpRemat, Axis::Pp]);
     /// `embd`: the first and last stage of each pipeline.
     pub const EMBD: Kind = Kind(Repr::Embd);
     /// `pos-embd`: the first stage of each pipeline.
@@ -189,6 +207,22 @@ impl Kind {
         Kind::ETP_EP,
         Kind::ETP_EP_PP,
         Kind::EDP,
+    ];
+    /// The kinds of the dense grid's weight-shard axis, listed when its size
+    /// is > 1 (Megatron-Core 0.19 creates them then).
+    pub(crate) const GTP: [Kind; 6] = [
+        Kind::GTP_REMAT,
+        Kind::GTP_REMAT_DP,
+        Kind::GTP_REMAT_DP_CP,
+        Kind::TP_GTP_REMAT_PP,
+        Kind::TP_GTP_REMAT_DP,
+        Kind::TP_GTP_REMAT_DP_CP,
+    ];
+    /// The kinds of the expert grid's weight-shard axis, likewise.
+    pub(crate) const EXPERT_GTP: [Kind; 3] = [
+        Kind::EGTP_REMAT,
+        Kind::EGTP_REMAT_EDP,
+        Kind::ETP_EP_EGTP_REMAT_PP,
     ];
     /// The distributed-optimizer kinds.
     pub(crate) const DIST_OPT: [Kind; 4] = [

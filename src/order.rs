@@ -11,7 +11,9 @@ use crate::error::{Error, Result};
 /// A validated axis order such as `tp-cp-ep-dp-pp`: the first axis varies fastest.
 ///
 /// Parsing is case-insensitive and checks the tokens alone (known, not
-/// repeated, not empty). Axes left out are appended after the written ones;
+/// repeated, not empty). Besides the five order tokens an order may name
+/// `gtp_remat`, the weight-shard axis, to place it in both grids as
+/// Megatron-Core 0.19 does (see [`Order::grid_axes`]). Axes left out are appended after the written ones;
 /// whether a left-out axis really has size 1 is checked when a grid is built
 /// from the order and its sizes.
 ///
@@ -26,7 +28,7 @@ use crate::error::{Error, Result};
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Order {
-    written: ArrayVec<Axis, 5>,
+    written: ArrayVec<Axis, 6>,
 }
 
 impl Order {
@@ -36,15 +38,62 @@ impl Order {
     }
 
     /// All five order axes: the written ones, then the left-out ones in
-    /// `tp-cp-ep-dp-pp` order.
+    /// `tp-cp-ep-dp-pp` order. A written `gtp_remat` is not among them: see
+    /// [`Order::grid_axes`].
     pub fn axes(&self) -> [Axis; 5] {
-        let mut all = self.written.clone();
+        let mut all: ArrayVec<Axis, 5> = self
+            .written
+            .iter()
+            .copied()
+            .filter(|a| *a != Axis::GtpRemat)
+            .collect();
         for axis in Axis::ORDER_TOKENS {
             if !all.contains(&axis) {
                 let _ = all.try_push(axis);
             }
         }
         all.into_inner().unwrap_or(Axis::ORDER_TOKENS)
+    }
+
+    /// The axes of a grid with a weight-shard axis, first fastest, as
+    /// Megatron-Core 0.19 places it (`_inject_gtp_remat_axis`): where the
+    /// order writes `gtp_remat`, else right after `anchor` (the dense grid
+    /// passes `tp`, the expert grid `ep`), else right after `tp`, else
+    /// first; then the left-out order tokens. The weight-shard axis is
+    /// [`Axis::GtpRemat`] in both grids' lists.
+    ///
+    /// ```
+    /// use rank_layout::{Axis, Order};
+    /// let order = Order::default();
+    /// assert_eq!(order.grid_axes(Axis::Tp)[..3], [Axis::Tp, Axis::GtpRemat, Axis::Cp]);
+    /// assert_eq!(order.grid_axes(Axis::Ep)[2..4], [Axis::Ep, Axis::GtpRemat]);
+    /// let written: Order = "gtp_remat-tp-cp-ep-dp-pp".parse()?;
+    /// assert_eq!(written.grid_axes(Axis::Ep)[0], Axis::GtpRemat);
+    /// # Ok::<(), rank_layout::Error>(())
+    /// ```
+    pub fn grid_axes(&self, anchor: Axis) -> [Axis; 6] {
+        let mut all = self.written.clone();
+        if !all.contains(&Axis::GtpRemat) {
+            let after = |axis: Axis| all.iter().position(|a| *a == axis);
+            let at = after(anchor)
+                .or_else(|| after(Axis::Tp))
+                .map_or(0, |p| p + 1);
+            // Five order tokens at most besides gtp_remat, so there is room.
+            let _ = all.try_insert(at, Axis::GtpRemat);
+        }
+        for axis in Axis::ORDER_TOKENS {
+            if !all.contains(&axis) {
+                let _ = all.try_push(axis);
+            }
+        }
+        all.into_inner().unwrap_or([
+            Axis::Tp,
+            Axis::GtpRemat,
+            Axis::Cp,
+            Axis::Ep,
+            Axis::Dp,
+            Axis::Pp,
+        ])
     }
 
     /// Whether `axis` was written in the order.
@@ -86,7 +135,7 @@ impl Default for Order {
     /// `tp-cp-ep-dp-pp`, Megatron-LM's default.
     fn default() -> Self {
         Order {
-            written: ArrayVec::from(Axis::ORDER_TOKENS),
+            written: Axis::ORDER_TOKENS.into_iter().collect(),
         }
     }
 }
@@ -96,7 +145,7 @@ impl FromStr for Order {
 
     fn from_str(s: &str) -> Result<Self> {
         let lower = s.to_ascii_lowercase();
-        let mut written = ArrayVec::<Axis, 5>::new();
+        let mut written = ArrayVec::<Axis, 6>::new();
         for token in lower.split('-') {
             if token.is_empty() {
                 return Err(Error::EmptyAxis {
@@ -104,7 +153,7 @@ impl FromStr for Order {
                 });
             }
             let axis = Axis::from_name(token)
-                .filter(|a| Axis::ORDER_TOKENS.contains(a))
+                .filter(|a| Axis::ORDER_TOKENS.contains(a) || *a == Axis::GtpRemat)
                 .ok_or_else(|| Error::UnknownAxis {
                     token: token.to_owned(),
                     order: s.to_owned(),
@@ -115,7 +164,7 @@ impl FromStr for Order {
                     order: s.to_owned(),
                 });
             }
-            // Five distinct order tokens at most, so there is room.
+            // Six distinct order tokens at most, so there is room.
             let _ = written.try_push(axis);
         }
         Ok(Order { written })

@@ -23,6 +23,8 @@ fn check_nonzero(config: &Config) -> Result<()> {
         ("encoder_pp", config.encoder_pp),
         ("etp", config.etp),
         ("dist_opt_instances", Some(config.dist_opt_instances)),
+        ("gtp_remat", Some(config.gtp_remat)),
+        ("expert_gtp_remat", Some(config.expert_gtp_remat)),
     ];
     for (what, size) in sizes {
         if size == Some(0) {
@@ -79,7 +81,50 @@ fn sizes(config: &Config, tp: u32, pp: u32, ep: u32, dp: u32) -> Sizes {
         pp,
         etp: config.etp.unwrap_or(tp),
         edp: dp,
+        gtp_remat: config.gtp_remat,
+        egtp_remat: config.expert_gtp_remat,
     }
+}
+
+/// Refuses a weight-shard axis with what no Megatron version combines it
+/// with: the nested expert layout (Megatron-LM 2024 has no such axes), an
+/// encoder (Megatron-Core 0.19 and Megatron-LM main have no encoder grid)
+/// and distributed-optimizer instances (refused by Megatron-Core 0.19).
+fn check_gtp(config: &Config) -> Result<()> {
+    let shards = [
+        ("gtp_remat", config.gtp_remat),
+        ("expert_gtp_remat", config.expert_gtp_remat),
+    ];
+    let Some((what, size)) = shards.into_iter().find(|(_, s)| *s > 1) else {
+        return Ok(());
+    };
+    let conflict = |with, why| {
+        Err(Error::GtpConflict {
+            what,
+            size,
+            with,
+            why,
+        })
+    };
+    if config.expert_layout == ExpertLayout::Nested {
+        return conflict(
+            "expert_layout = nested",
+            "the nested expert layout is Megatron-LM 2024's, which has no weight-shard axes",
+        );
+    }
+    if config.has_encoder() {
+        return conflict(
+            "an encoder (encoder_tp, encoder_pp)",
+            "the weight-shard axes exist from Megatron-Core 0.19 on, which has no encoder grid",
+        );
+    }
+    if config.dist_opt_instances > 1 {
+        return conflict(
+            "dist_opt_instances > 1",
+            "Megatron-Core 0.19 refuses it (GTP_remat with num_distributed_optimizer_instances > 1 is not yet supported)",
+        );
+    }
+    Ok(())
 }
 
 /// The encoder + decoder shape: the encoder grid (its expert view the
@@ -144,10 +189,20 @@ fn encoder_decoder(config: &Config) -> Result<Shape> {
 /// The nested or folded shape.
 fn single_grid(config: &Config) -> Result<Shape> {
     let unit =
-        checked_product([config.tp, config.cp, config.pp]).ok_or_else(|| Error::Overflow {
-            what: format!("tp*cp*pp = {}*{}*{}", config.tp, config.cp, config.pp),
+        checked_product([config.tp, config.cp, config.pp, config.gtp_remat]).ok_or_else(|| {
+            Error::Overflow {
+                what: format!(
+                    "tp*cp*pp*gtp_remat = {}*{}*{}*{}",
+                    config.tp, config.cp, config.pp, config.gtp_remat
+                ),
+            }
         })?;
-    let dp = resolve_dp(config, unit, "tp*cp*pp")?;
+    let what = if config.gtp_remat > 1 {
+        "tp*cp*pp*gtp_remat"
+    } else {
+        "tp*cp*pp"
+    };
+    let dp = resolve_dp(config, unit, what)?;
     let sizes = sizes(config, config.tp, config.pp, config.ep, dp);
     let dense = match config.expert_layout {
         ExpertLayout::Nested => nested(sizes, &config.order, config.rank_offset, Part::Decoder)?,
@@ -162,6 +217,7 @@ fn single_grid(config: &Config) -> Result<Shape> {
 /// Every invalid configuration; see [`Layout::new`](crate::Layout::new).
 pub(crate) fn build(config: &Config) -> Result<(Shape, Families)> {
     check_nonzero(config)?;
+    check_gtp(config)?;
     let folded = config.expert_layout == ExpertLayout::Folded;
     if config.etp.is_some() && !folded {
         return Err(Error::NeedsFolded { what: "etp" });

@@ -11,18 +11,33 @@ use crate::layout::sizes::Sizes;
 use crate::math::checked_product;
 use crate::order::Order;
 
-/// The expert name of an order token: tp is `etp`, dp is `edp`.
+/// The expert name of an order token: tp is `etp`, dp is `edp`, the
+/// weight-shard axis `egtp_remat`.
 fn expert_name(axis: Axis) -> Axis {
     match axis {
         Axis::Tp => Axis::Etp,
         Axis::Dp => Axis::Edp,
+        Axis::GtpRemat => Axis::EgtpRemat,
         a => a,
     }
 }
 
-/// The attention grid (tp, cp, dp, pp; ep = 1) of `sizes` and, over the
-/// same ranks in the same order string, the expert grid: `tp -> etp`, `ep`,
-/// `dp -> edp = world / (etp*ep*pp)`, `pp`, and cp of size 1.
+/// The axes of one grid of `order` with the weight-shard axis placed after
+/// `anchor` (see [`Order::grid_axes`]), kept when its size is > 1 or the
+/// order writes it, and `dropped` left out.
+fn grid_axes(order: &Order, anchor: Axis, shards: u32, dropped: Option<Axis>) -> Vec<Axis> {
+    let keep_shards = shards > 1 || order.is_written(Axis::GtpRemat);
+    order
+        .grid_axes(anchor)
+        .into_iter()
+        .filter(|a| Some(*a) != dropped && (*a != Axis::GtpRemat || keep_shards))
+        .collect()
+}
+
+/// The attention grid (tp, gtp_remat, cp, dp, pp; ep = 1) of `sizes` and,
+/// over the same ranks in the same order string, the expert grid: `tp ->
+/// etp`, `ep`, `gtp_remat -> egtp_remat` (after `ep`), `dp -> edp = world /
+/// (etp*ep*egtp_remat*pp)`, `pp`, and cp of size 1.
 ///
 /// # Errors
 /// - [`Error::MissingAxis`] for an axis of size > 1 (in either grid) left out;
@@ -38,6 +53,7 @@ pub(crate) fn folded(sizes: Sizes, order: &Order, offset: u32) -> Result<Dense> 
         dp,
         pp,
         etp,
+        egtp_remat,
         ..
     } = sizes;
     let dense = |a: Axis| match a {
@@ -45,18 +61,25 @@ pub(crate) fn folded(sizes: Sizes, order: &Order, offset: u32) -> Result<Dense> 
         a => sizes[a],
     };
     order.check_written(dense, |a| a)?;
-    let attention_axes: Vec<(Axis, u32)> = order
-        .axes()
-        .into_iter()
-        .filter(|a| *a != Axis::Ep)
-        .map(|a| (a, sizes[a]))
-        .collect();
+    let attention_axes: Vec<(Axis, u32)> =
+        grid_axes(order, Axis::Tp, sizes.gtp_remat, Some(Axis::Ep))
+            .into_iter()
+            .map(|a| (a, sizes[a]))
+            .collect();
     let attention = Grid::new(&attention_axes, offset)?;
     let world = attention.world();
-    let per_replica = checked_product([etp, ep, pp]).ok_or_else(|| Error::Overflow {
-        what: format!("etp*ep*pp = {etp}*{ep}*{pp}"),
-    })?;
+    let per_replica =
+        checked_product([etp, ep, pp, egtp_remat]).ok_or_else(|| Error::Overflow {
+            what: format!("etp*ep*pp*expert_gtp_remat = {etp}*{ep}*{pp}*{egtp_remat}"),
+        })?;
     if world % per_replica != 0 {
+        if egtp_remat > 1 {
+            return Err(Error::WorldNotDivisible {
+                world_size: world,
+                what: "etp*ep*pp*expert_gtp_remat",
+                divisor: per_replica,
+            });
+        }
         return Err(Error::ExpertWorldNotDivisible {
             world_size: world,
             etp,
@@ -70,11 +93,11 @@ pub(crate) fn folded(sizes: Sizes, order: &Order, offset: u32) -> Result<Dense> 
         Axis::Ep => ep,
         Axis::Dp => edp,
         Axis::Pp => pp,
+        Axis::GtpRemat => egtp_remat,
         _ => 1,
     };
     order.check_written(expert_size, expert_name)?;
-    let expert_axes: Vec<(Axis, u32)> = order
-        .axes()
+    let expert_axes: Vec<(Axis, u32)> = grid_axes(order, Axis::Ep, egtp_remat, None)
         .into_iter()
         .map(|a| (expert_name(a), expert_size(a)))
         .collect();

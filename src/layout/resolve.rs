@@ -12,15 +12,23 @@ use crate::plan::pp_group_mapper::PpGroupMapper;
 use crate::plan::view::View;
 use crate::plan::{Pair, Plan};
 
-/// Every kind of a layout, in listing order: the dense kinds, the expert
-/// kinds, `embd`, `pos-embd` (before the expert kinds in the folded layout,
-/// as Megatron-Core lists them), then `hcp-*` and the distributed-optimizer
-/// kinds when configured.
+/// Every kind of a layout, in listing order: the dense kinds (with the
+/// `gtp_remat` kinds when that axis is > 1), the expert kinds (with the
+/// `egtp_remat` kinds likewise), `embd`, `pos-embd` (before the expert
+/// kinds in the folded layout, as Megatron-Core lists them), then `hcp-*`
+/// and the distributed-optimizer kinds when configured.
 pub(crate) fn kinds(shape: &Shape, families: &Families) -> Vec<Kind> {
     let mut kinds = Kind::ATTENTION.to_vec();
-    if shape.main().experts == ExpertLayout::Folded {
+    let main = shape.main();
+    if main.sizes.gtp_remat > 1 {
+        kinds.extend(Kind::GTP);
+    }
+    if main.experts == ExpertLayout::Folded {
         kinds.extend([Kind::EMBD, Kind::POS_EMBD]);
         kinds.extend(Kind::FOLDED_EXPERT);
+        if main.sizes.egtp_remat > 1 {
+            kinds.extend(Kind::EXPERT_GTP);
+        }
     } else {
         kinds.extend(Kind::NESTED_EXPERT);
         kinds.extend([Kind::EMBD, Kind::POS_EMBD]);
@@ -130,7 +138,12 @@ fn dense(d: &Dense, kind: Kind) -> Option<Plan> {
                 (View::Expert, dp_to_edp(set))
             }
             ExpertLayout::Folded
-                if set.intersects(AxisSet::of(&[Axis::Etp, Axis::Ep, Axis::Edp])) =>
+                if set.intersects(AxisSet::of(&[
+                    Axis::Etp,
+                    Axis::Ep,
+                    Axis::Edp,
+                    Axis::EgtpRemat,
+                ])) =>
             {
                 (View::Expert, set)
             }
@@ -157,8 +170,14 @@ fn dp_to_edp(set: AxisSet) -> AxisSet {
 fn hint(d: &Dense, kind: Kind) -> &'static str {
     match (d.experts, kind.repr()) {
         (ExpertLayout::Folded, Repr::ModEp(_)) => ": the *-mod-ep kinds are nested-only, use edp",
+        (ExpertLayout::Folded, Repr::Axes(set)) if set.contains(Axis::GtpRemat) => {
+            ": gtp_remat is an axis when gtp_remat > 1 (or the order names it)"
+        }
+        (ExpertLayout::Folded, Repr::Axes(set)) if set.contains(Axis::EgtpRemat) => {
+            ": egtp_remat is an axis when expert_gtp_remat > 1 (or the order names gtp_remat)"
+        }
         (ExpertLayout::Folded, _) => {
-            ": attention kinds combine tp, cp, dp and pp; expert kinds etp, ep, edp and pp"
+            ": attention kinds combine tp, gtp_remat, cp, dp and pp; expert kinds etp, ep, egtp_remat, edp and pp"
         }
         (ExpertLayout::Nested, Repr::Axes(set)) if set.contains(Axis::Etp) => {
             ": etp exists in the folded expert layout (expert_layout = folded)"

@@ -37,13 +37,18 @@ pub struct Sizes {
     pub etp: u32,
     /// Expert data parallel.
     pub edp: u32,
+    /// Weight shards of the dense grid (1: none).
+    pub gtp_remat: u32,
+    /// Weight shards of the folded expert grid (1: none).
+    pub egtp_remat: u32,
 }
 
 impl Sizes {
-    /// The number of ranks of the grid: `tp * cp * dp * pp`.
+    /// The number of ranks of the grid: `tp * gtp_remat * cp * dp * pp`.
     pub fn world(&self) -> u32 {
         // Checked when the layout was built.
         self.tp
+            .wrapping_mul(self.gtp_remat)
             .wrapping_mul(self.cp)
             .wrapping_mul(self.dp)
             .wrapping_mul(self.pp)
@@ -62,6 +67,8 @@ impl Index<Axis> for Sizes {
             Axis::Pp => &self.pp,
             Axis::Etp => &self.etp,
             Axis::Edp => &self.edp,
+            Axis::GtpRemat => &self.gtp_remat,
+            Axis::EgtpRemat => &self.egtp_remat,
         }
     }
 }
