@@ -36,6 +36,9 @@ pub struct ExpertCoord {
     pub edp: u32,
     /// Pipeline stage.
     pub pp: u32,
+    /// Index along the expert grid's weight shards (`egtp_remat`; 0 when
+    /// `expert_gtp_remat` is 1).
+    pub egtp_remat: u32,
 }
 
 /// Which grid of a layout a rank belongs to.
@@ -80,6 +83,10 @@ pub struct Placement {
     pub coord: Coord,
     /// Its coordinates in that grid's expert view.
     pub expert: ExpertCoord,
+    /// Its index along the dense grid's weight shards (`gtp_remat`; 0 when
+    /// `gtp_remat` is 1). [`Coord`] has no room for it: see
+    /// [`Layout::rank_with_gtp_remat`](crate::Layout::rank_with_gtp_remat).
+    pub gtp_remat: u32,
 }
 
 impl Placement {
@@ -96,6 +103,8 @@ impl Placement {
     /// assert_eq!(named[6], (Axis::Edp, 1));
     /// # Ok::<(), rank_layout::Error>(())
     /// ```
+    ///
+    /// The weight-shard coordinates are in [`named_with_gtp`](Self::named_with_gtp).
     pub fn named(&self) -> [(Axis, u32); 7] {
         [
             (Axis::Tp, self.coord.tp),
@@ -104,6 +113,32 @@ impl Placement {
             (Axis::Dp, self.coord.dp),
             (Axis::Pp, self.coord.pp),
             (Axis::Etp, self.expert.etp),
+            (Axis::Edp, self.expert.edp),
+        ]
+    }
+
+    /// [`named`](Self::named) with the weight-shard coordinates after `tp`
+    /// (`gtp_remat`) and after `etp` (`egtp_remat`): `tp`, `gtp_remat`,
+    /// `cp`, `ep`, `dp`, `pp`, `etp`, `egtp_remat`, `edp`.
+    ///
+    /// ```
+    /// use rank_layout::{Axis, Config, Layout};
+    /// let layout = Layout::new(&Config::new().tp(2).gtp_remat(2).world_size(Some(8)))?;
+    /// let named = layout.placement(7)?.named_with_gtp();
+    /// assert_eq!(named[1], (Axis::GtpRemat, 1));
+    /// assert_eq!(named[4], (Axis::Dp, 1));
+    /// # Ok::<(), rank_layout::Error>(())
+    /// ```
+    pub fn named_with_gtp(&self) -> [(Axis, u32); 9] {
+        [
+            (Axis::Tp, self.coord.tp),
+            (Axis::GtpRemat, self.gtp_remat),
+            (Axis::Cp, self.coord.cp),
+            (Axis::Ep, self.expert.ep),
+            (Axis::Dp, self.coord.dp),
+            (Axis::Pp, self.coord.pp),
+            (Axis::Etp, self.expert.etp),
+            (Axis::EgtpRemat, self.expert.egtp_remat),
             (Axis::Edp, self.expert.edp),
         ]
     }

@@ -50,7 +50,7 @@ pub enum Command {
         output: OutputArgs,
     },
     /// Check where each kind's groups fall on nodes and domains, and warn
-    /// when bandwidth-critical groups (tp, cp, ep, etp) leave a node.
+    /// when bandwidth-critical groups (tp, cp, ep, etp, gtp_remat) leave a node.
     ///
     /// The table's size is the groups' size; in an encoder + decoder layout
     /// it reads encoder/decoder (2/4: encoder groups of 2, decoder groups of
@@ -70,8 +70,9 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
         /// Kinds that must stay inside a node (replaces the default tp, cp,
-        /// ep, etp; hcp-0 instead of cp with hierarchical cp; a mesh's dims
-        /// named tp, cp, ep, etp, in the mesh or a view).
+        /// ep, etp and weight shards gtp_remat, egtp_remat; hcp-0 instead
+        /// of cp with hierarchical cp; a mesh's dims of those names, in the
+        /// mesh or a view).
         #[arg(long = "require-intra-node", value_name = "KIND", num_args = 1..)]
         require: Vec<String>,
         /// Exit with status 1 when a kind that must stay inside a node does not.

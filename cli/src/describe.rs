@@ -7,7 +7,7 @@ use std::fmt::{self, Write};
 use rank_layout::{Config, ExpertLayout, Layout, Topology};
 use serde::Serialize;
 
-use crate::format::{bytes, count, experts, thousands};
+use crate::format::{bytes, count, experts, gtp_sizes, thousands};
 use crate::report::groups::{group_sizes, groups_heading};
 use crate::report::mesh::{Factorisation, MeshOut};
 use crate::report::{Entries, SizesOut};
@@ -232,6 +232,10 @@ impl LayoutDescription<'_> {
                 "(encoder_tp*encoder_pp + tp*pp)*cp",
                 format!("({}*{} + {}*{})*{}", e.tp, e.pp, s.tp, s.pp, s.cp),
             ),
+            None if s.gtp_remat > 1 => (
+                "tp*cp*pp*gtp_remat",
+                format!("{}*{}*{}*{}", s.tp, s.cp, s.pp, s.gtp_remat),
+            ),
             None => ("tp*cp*pp", format!("{}*{}*{}", s.tp, s.cp, s.pp)),
         };
         let dp = s.dp;
@@ -256,6 +260,18 @@ impl LayoutDescription<'_> {
                     s.dp, s.ep, s.edp
                 ));
                 lines.push(format!("etp = tp = {} (nested experts)", s.etp));
+            }
+            _ if s.egtp_remat > 1 => {
+                lines.push(format!(
+                    "edp = world_size / (etp*ep*pp*expert_gtp_remat) = {world} / ({}*{}*{}*{}) = {} (folded: a second expert grid over the same ranks)",
+                    s.etp, s.ep, s.pp, s.egtp_remat, s.edp
+                ));
+                let origin = if self.given.etp.is_some() {
+                    "given"
+                } else {
+                    "default: tp"
+                };
+                lines.push(format!("etp = {} ({origin})", s.etp));
             }
             _ => {
                 lines.push(format!(
@@ -295,6 +311,25 @@ impl LayoutDescription<'_> {
                 s.pp
             )?;
             lines.push(line);
+        }
+        if s.gtp_remat > 1 {
+            lines.push(format!(
+                "gtp_remat = {}: each dense weight in tp*gtp_remat = {} shards (Megatron-LM --tensor-parallel-num-weight-shards {}); dp = {} is the replicate degree, gtp_remat-dp (dp*gtp_remat = {} ranks) the data-distribution group",
+                s.gtp_remat,
+                s.tp * s.gtp_remat,
+                s.tp * s.gtp_remat,
+                s.dp,
+                s.dp * s.gtp_remat
+            ));
+        }
+        if s.egtp_remat > 1 {
+            lines.push(format!(
+                "expert_gtp_remat = {}: each expert weight in etp*expert_gtp_remat = {} shards (--expert-tensor-parallel-num-weight-shards {}); egtp_remat-edp (edp*expert_gtp_remat = {} ranks) the expert data-distribution group",
+                s.egtp_remat,
+                s.etp * s.egtp_remat,
+                s.etp * s.egtp_remat,
+                s.edp * s.egtp_remat
+            ));
         }
         if !l.hierarchical_cp().is_empty() {
             let levels: Vec<String> = l.hierarchical_cp().iter().map(u32::to_string).collect();
@@ -348,6 +383,13 @@ fn matches(layout: &Layout) -> Vec<String> {
             experts(ExpertLayout::Nested)
         )
     }];
+    let s = layout.sizes();
+    if s.gtp_remat > 1 || s.egtp_remat > 1 {
+        lines.push(
+            "weight-shard (GTP) axes as Megatron-Core 0.19 and Megatron-LM main (from c5ff22b7f1, July 2026) place them: gtp_remat after tp, egtp_remat after ep; older versions have no such axis"
+                .into(),
+        );
+    }
     if layout.has_encoder() {
         lines.push(
             "encoder pipelines joined to the decoder's by coordinates (each feeds the decoder pipelines of its cp and dp), not by Megatron-LM's zip(cycle()) of 4ff9e66 nor the block map of 5a3b6bcf1f"
@@ -385,9 +427,10 @@ impl fmt::Display for LayoutDescription<'_> {
             l.rank_end() - 1,
             l.config().order
         )?;
+        let (gtp, egtp) = gtp_sizes(s);
         writeln!(
             f,
-            "sizes     tp={} cp={} ep={} dp={} pp={}  expert: etp={} edp={}",
+            "sizes     tp={} cp={} ep={} dp={} pp={}{gtp}  expert: etp={} edp={}{egtp}",
             s.tp, s.cp, s.ep, s.dp, s.pp, s.etp, s.edp
         )?;
         for (i, line) in self.why()?.into_iter().enumerate() {

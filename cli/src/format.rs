@@ -167,6 +167,24 @@ fn arithmetic(group: &Group) -> Option<(u32, u32, u32)> {
     Some((first, last, step))
 }
 
+/// The weight-shard sizes of a layout's grid as words to append after the
+/// dense sizes (` gtp_remat=2`) and after the expert sizes
+/// (` egtp_remat=2`); empty where the axis is 1, so layouts without weight
+/// shards print as before.
+pub fn gtp_sizes(s: rank_layout::Sizes) -> (String, String) {
+    let word = |name: &str, n: u32| {
+        if n > 1 {
+            format!(" {name}={n}")
+        } else {
+            String::new()
+        }
+    };
+    (
+        word("gtp_remat", s.gtp_remat),
+        word("egtp_remat", s.egtp_remat),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -59,7 +59,7 @@ impl Priority {
                 };
                 let tiers = [
                     vec![Kind::TP],
-                    vec![cp, Kind::EP, Kind::ETP],
+                    vec![cp, Kind::EP, Kind::ETP, Kind::GTP_REMAT, Kind::EGTP_REMAT],
                     vec![Kind::PP],
                     vec![Kind::DP],
                 ];
@@ -75,7 +75,7 @@ impl Priority {
                 for (set, dim) in m.own_dims() {
                     let tier = match dim.as_str() {
                         "tp" => 0,
-                        "cp" | "ep" | "etp" => 1,
+                        "cp" | "ep" | "etp" | "gtp_remat" | "egtp_remat" => 1,
                         "pp" => 2,
                         _ => 3,
                     };
@@ -140,17 +140,30 @@ fn tier_score(spreads: &[KindSpread]) -> [u64; 4] {
     score
 }
 
+/// The order tokens in Megatron-Core 0.19's default order, the
+/// weight-shard axis right after tp.
+const DEFAULT_TOKENS: [Axis; 6] = [
+    Axis::Tp,
+    Axis::GtpRemat,
+    Axis::Cp,
+    Axis::Ep,
+    Axis::Dp,
+    Axis::Pp,
+];
+
 /// The axes of any grid of `layout` whose size is greater than 1, in the
-/// default order (the expert grid's etp counts as tp and edp as dp).
+/// default order (the expert grid's etp counts as tp, edp as dp and
+/// egtp_remat as gtp_remat: a written `gtp_remat` places both).
 fn big_axes(layout: &Layout) -> Vec<Axis> {
     let grids = [Some(layout.sizes()), layout.encoder_sizes()];
-    Axis::ORDER_TOKENS
+    DEFAULT_TOKENS
         .into_iter()
         .filter(|axis| {
             grids.iter().flatten().any(|s| {
                 let expert = match axis {
                     Axis::Tp => s.etp,
                     Axis::Dp => s.edp,
+                    Axis::GtpRemat => s.egtp_remat,
                     _ => 1,
                 };
                 s[*axis] > 1 || expert > 1
@@ -177,9 +190,9 @@ fn permutations<T: Clone>(items: &[T]) -> Vec<Vec<T>> {
 }
 
 /// How many pairs of axes `order` lists the other way round from
-/// `tp-cp-ep-dp-pp`.
+/// `tp-gtp_remat-cp-ep-dp-pp`.
 fn inversions(order: &[Axis]) -> usize {
-    let pos = |a: &Axis| Axis::ORDER_TOKENS.iter().position(|b| b == a);
+    let pos = |a: &Axis| DEFAULT_TOKENS.iter().position(|b| b == a);
     let mut n = 0;
     for (i, a) in order.iter().enumerate() {
         for b in order.iter().skip(i + 1) {
@@ -257,10 +270,17 @@ fn rank_layout_orders(
         // Every size is 1: one order, any axis.
         axes.push(Axis::Tp);
     }
+    // Where the given order puts the weight-shard axis: after tp for the
+    // dense grid's, after ep when only the expert grid has one.
+    let anchor = if layout.sizes().gtp_remat > 1 {
+        Axis::Tp
+    } else {
+        Axis::Ep
+    };
     let given: Vec<Axis> = layout
         .config()
         .order
-        .axes()
+        .grid_axes(anchor)
         .into_iter()
         .filter(|a| axes.contains(a))
         .collect();

@@ -83,6 +83,12 @@ fn kind_traffic(kind: Kind) -> String {
         k if k == Kind::CP => "context-parallel traffic".into(),
         k if k == Kind::EP => "the expert-parallel all-to-all".into(),
         k if k == Kind::ETP => "expert tensor-parallel traffic".into(),
+        k if k == Kind::GTP_REMAT => {
+            "the weight-shard all-gathers (every forward and backward)".into()
+        }
+        k if k == Kind::EGTP_REMAT => {
+            "the expert weight-shard all-gathers (every forward and backward)".into()
+        }
         k if k == Kind::DP => "data-parallel gradient reduction".into(),
         k if k == Kind::PP => "pipeline traffic".into(),
         other => match other.hcp_level() {

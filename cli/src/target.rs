@@ -15,6 +15,9 @@ use crate::error::{Failure, build_layout};
 use crate::format::experts;
 
 /// A layout or a mesh.
+// A command builds one target (suggest: one per candidate order, a few
+// hundred at most), so the size of the larger variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum Target {
     /// A Megatron layout.
@@ -262,9 +265,10 @@ impl Target {
     }
 
     /// The sets that should stay inside a node by default: a layout's tp,
-    /// cp (hcp-0 with hierarchical cp), ep and etp; a mesh's dims named
-    /// tp, cp, ep or etp, in the mesh or a view (not those a view shares
-    /// with the mesh, which are the mesh's).
+    /// cp (hcp-0 with hierarchical cp), ep, etp and the weight shards
+    /// (gtp_remat, egtp_remat: an all-gather every forward and backward
+    /// pass); a mesh's dims of those names, in the mesh or a view (not
+    /// those a view shares with the mesh, which are the mesh's).
     pub fn critical(&self) -> Vec<DimSet> {
         match self {
             Target::Layout { layout, .. } => {
@@ -273,16 +277,28 @@ impl Target {
                 } else {
                     Kind::hcp(0)
                 };
-                [Kind::TP, cp, Kind::EP, Kind::ETP]
-                    .into_iter()
-                    .filter(|k| layout.kinds().contains(k))
-                    .map(DimSet::Kind)
-                    .collect()
+                [
+                    Kind::TP,
+                    cp,
+                    Kind::EP,
+                    Kind::ETP,
+                    Kind::GTP_REMAT,
+                    Kind::EGTP_REMAT,
+                ]
+                .into_iter()
+                .filter(|k| layout.kinds().contains(k))
+                .map(DimSet::Kind)
+                .collect()
             }
             Target::Mesh(m) => m
                 .own_dims()
                 .into_iter()
-                .filter(|(_, dim)| matches!(dim.as_str(), "tp" | "cp" | "ep" | "etp"))
+                .filter(|(_, dim)| {
+                    matches!(
+                        dim.as_str(),
+                        "tp" | "cp" | "ep" | "etp" | "gtp_remat" | "egtp_remat"
+                    )
+                })
                 .map(|(set, _)| DimSet::Mesh(set))
                 .collect(),
         }

@@ -34,8 +34,16 @@ pub(crate) fn card<'py>(
 ) -> PyResult<Bound<'py, PyDict>> {
     let p = layout.placement(rank).or_raise()?;
     let coord = PyDict::new(py);
-    for (axis, value) in p.named() {
-        coord.set_item(axis.name(), value)?;
+    let sizes = layout.sizes();
+    for (axis, value) in p.named_with_gtp() {
+        let shown = match axis {
+            rank_layout::Axis::GtpRemat => sizes.gtp_remat > 1,
+            rank_layout::Axis::EgtpRemat => sizes.egtp_remat > 1,
+            _ => true,
+        };
+        if shown {
+            coord.set_item(axis.name(), value)?;
+        }
     }
     let groups = PyDict::new(py);
     for kind in layout.kinds() {

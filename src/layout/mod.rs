@@ -518,7 +518,9 @@ impl Layout {
                 ep: read(View::Expert, Axis::Ep),
                 edp: read(View::Expert, Axis::Edp),
                 pp: read(View::Expert, Axis::Pp),
+                egtp_remat: read(View::Expert, Axis::EgtpRemat),
             },
+            gtp_remat: read(View::Attention, Axis::GtpRemat),
         })
     }
 
@@ -571,11 +573,42 @@ impl Layout {
     /// # Errors
     /// - [`Error::CoordOutOfRange`] for a coordinate past its axis;
     /// - [`Error::NeedsEncoder`] for [`Part::Encoder`] in a layout without one.
+    ///
+    /// In a layout with weight shards (`gtp_remat` > 1) this is the rank
+    /// of shard 0; [`rank_with_gtp_remat`](Self::rank_with_gtp_remat) names
+    /// the shard.
     pub fn rank(&self, part: Part, coord: Coord) -> Result<u32> {
-        self.dense(part)?.attention.rank_with(|a| match a {
+        self.rank_with_gtp_remat(part, coord, 0)
+    }
+
+    /// The rank at `coord` and weight shard `gtp_remat` of grid `part`: the
+    /// inverse of [`placement`](Self::placement) (`coord` and `gtp_remat`).
+    ///
+    /// ```
+    /// use rank_layout::{Config, Layout, Part};
+    /// let layout = Layout::new(&Config::new().tp(2).gtp_remat(2).world_size(Some(8)))?;
+    /// let p = layout.placement(7)?;
+    /// assert_eq!(layout.rank_with_gtp_remat(Part::Decoder, p.coord, p.gtp_remat)?, 7);
+    /// # Ok::<(), rank_layout::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`rank`](Self::rank); a `gtp_remat` past the axis is
+    /// [`Error::CoordOutOfRange`].
+    pub fn rank_with_gtp_remat(&self, part: Part, coord: Coord, gtp_remat: u32) -> Result<u32> {
+        let dense = self.dense(part)?;
+        if gtp_remat > 0 && dense.attention.position(Axis::GtpRemat).is_none() {
+            return Err(Error::CoordOutOfRange {
+                axis: Axis::GtpRemat,
+                value: gtp_remat,
+                size: 1,
+            });
+        }
+        dense.attention.rank_with(|a| match a {
             Axis::Tp => coord.tp,
             Axis::Cp => coord.cp,
             Axis::Dp => coord.dp,
+            Axis::GtpRemat => gtp_remat,
             _ => coord.pp,
         })
     }

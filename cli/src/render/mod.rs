@@ -20,7 +20,7 @@ pub mod svg;
 use rank_layout::{ExpertLayout, Kind, Layout, Part, Topology};
 
 use crate::error::Failure;
-use crate::format::{Shorten, count, experts, thousands};
+use crate::format::{Shorten, count, experts, gtp_sizes, thousands};
 use crate::report::groups::groups_heading;
 use crate::spread::machine_line;
 use crate::target::{DimSet, MeshTarget, Target};
@@ -310,6 +310,13 @@ impl<'a> Picture<'a> {
             "\ntp={} cp={} dp={} pp={}  expert: etp={} ep={} edp={}",
             p.coord.tp, p.coord.cp, p.coord.dp, p.coord.pp, p.expert.etp, p.expert.ep, p.expert.edp
         ));
+        let s = layout.sizes();
+        if s.gtp_remat > 1 || s.egtp_remat > 1 {
+            text.push_str(&format!(
+                " gtp_remat={} egtp_remat={}",
+                p.gtp_remat, p.expert.egtp_remat
+            ));
+        }
         let how = Shorten {
             full: false,
             scan_limit: TOOLTIP_SCAN,
@@ -412,8 +419,10 @@ fn layout_title(layout: &Layout, first: u64, end: u64, encoder_end: Option<u64>)
         ));
     }
     title.push_str(&format!(", {}", experts(layout.config().expert_layout)));
+    let (gtp, egtp) = gtp_sizes(s);
+    title.push_str(&gtp);
     if layout.config().expert_layout == ExpertLayout::Folded {
-        title.push_str(&format!(": etp={} edp={}", s.etp, s.edp));
+        title.push_str(&format!(": etp={} edp={}{egtp}", s.etp, s.edp));
     }
     title
 }

@@ -8,7 +8,7 @@ use serde::ser::{Serialize, SerializeMap, Serializer};
 
 use super::Entries;
 use super::mesh::MeshOut;
-use crate::format::{Shorten, count, experts, thousands, write_members};
+use crate::format::{Shorten, count, experts, gtp_sizes, thousands, write_members};
 use crate::target::{DimSet, MeshTarget, Target};
 
 /// Kinds with more groups than this list only the first [`HEAD_ROWS`] and
@@ -85,8 +85,10 @@ pub fn write_layout_header(f: &mut impl fmt::Write, l: &Layout) -> fmt::Result {
         c.dp.unwrap_or(1),
         c.pp
     )?;
+    let (gtp, egtp) = gtp_sizes(l.sizes());
+    write!(f, "{gtp}")?;
     if c.expert_layout == ExpertLayout::Folded {
-        write!(f, " etp={} edp={}", l.sizes().etp, l.sizes().edp)?;
+        write!(f, " etp={} edp={}{egtp}", l.sizes().etp, l.sizes().edp)?;
     }
     if let (Some(etp), Some(epp)) = (c.encoder_tp, c.encoder_pp) {
         write!(

@@ -4,14 +4,15 @@
 use std::fmt;
 
 use rank_layout::{
-    ExpertLayout, Group, Kind, Layout, Membership, Part, Placement, Sizes, SplitRound, Topology,
+    Axis, ExpertLayout, Group, Kind, Layout, Membership, Part, Placement, Sizes, SplitRound,
+    Topology,
 };
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
 use super::mesh::MeshOut;
 use super::{Entries, SizesOut};
 use crate::error::{Failure, rank_outside};
-use crate::format::{Shorten, experts, thousands, write_members};
+use crate::format::{Shorten, experts, gtp_sizes, thousands, write_members};
 use crate::target::{DimSet, MeshTarget, Target};
 
 /// One rank's card, in a layout or a mesh.
@@ -179,15 +180,31 @@ impl fmt::Display for LayoutCard {
         } else {
             String::new()
         };
+        let (gtp, egtp) = gtp_sizes(*s);
         writeln!(
             f,
-            "grid      {grid}tp={} cp={} ep={} dp={} pp={}  expert: etp={} edp={}",
+            "grid      {grid}tp={} cp={} ep={} dp={} pp={}{gtp}  expert: etp={} edp={}{egtp}",
             s.tp, s.cp, s.ep, s.dp, s.pp, s.etp, s.edp
         )?;
+        let gtp_coord = |on: &str, name: &str, c: u32| {
+            if on.is_empty() {
+                String::new()
+            } else {
+                format!(" {name}={c}")
+            }
+        };
         writeln!(
             f,
-            "coord     tp={} cp={} dp={} pp={}  expert: etp={} ep={} edp={}",
-            p.coord.tp, p.coord.cp, p.coord.dp, p.coord.pp, p.expert.etp, p.expert.ep, p.expert.edp
+            "coord     tp={} cp={} dp={} pp={}{}  expert: etp={} ep={} edp={}{}",
+            p.coord.tp,
+            p.coord.cp,
+            p.coord.dp,
+            p.coord.pp,
+            gtp_coord(&gtp, "gtp_remat", p.gtp_remat),
+            p.expert.etp,
+            p.expert.ep,
+            p.expert.edp,
+            gtp_coord(&egtp, "egtp_remat", p.expert.egtp_remat)
         )?;
         let t = &self.topology;
         write!(
@@ -332,8 +349,15 @@ impl Serialize for LayoutCard {
         if self.has_encoder {
             coord.push(("grid".into(), p.part.name().into()));
         }
-        for (axis, value) in p.named() {
-            coord.push((axis.name().into(), value.into()));
+        let shown = |axis: Axis| match axis {
+            Axis::GtpRemat => self.sizes.gtp_remat > 1,
+            Axis::EgtpRemat => self.sizes.egtp_remat > 1,
+            _ => true,
+        };
+        for (axis, value) in p.named_with_gtp() {
+            if shown(axis) {
+                coord.push((axis.name().into(), value.into()));
+            }
         }
         map.serialize_entry("coord", &Entries(&coord))?;
         map.serialize_entry("node", &t.node(p.rank))?;
