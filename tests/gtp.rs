@@ -87,7 +87,11 @@ fn reference(c: &Config, order: &[&str]) -> Vec<(String, Groups)> {
     for token in [
         "tp", "pp", "dp", "cp", "dp-cp", "tp-pp", "tp-cp", "tp-dp", "tp-dp-cp",
     ] {
-        out.push((token.to_string(), dense(token)));
+        // With weight shards, Megatron-Core 0.19's model-parallel and
+        // tensor + data groups span them (below) instead.
+        if gtp == 1 || !["tp-pp", "tp-dp", "tp-dp-cp"].contains(&token) {
+            out.push((token.to_string(), dense(token)));
+        }
     }
     if gtp > 1 {
         for token in [

@@ -1,7 +1,8 @@
 //! Against Megatron-LM's own code: the groups `initialize_model_parallel`
 //! of Megatron-LM 5a3b6bcf1f builds (encoder + decoder with folded experts,
-//! hierarchical cp and distributed-optimizer instances), and the lists
-//! `RankGenerator.get_ranks` of 4ff9e66 returns. The data in
+//! hierarchical cp and distributed-optimizer instances) and of Megatron-LM
+//! d98e8a64dd (main, with the weight-shard axes of Megatron-Core 0.19), and
+//! the lists `RankGenerator.get_ranks` of 4ff9e66 returns. The data in
 //! `tests/data/megatron/` is the output of that code at those commits, run
 //! on one process with a recording stand-in for `torch.distributed` (every
 //! `new_group` call in creation order); see `tests/data/megatron/README.md`.
@@ -18,6 +19,11 @@ use common::{megatron_data, rank_lists};
 /// The configuration Megatron-LM was given, in rank-layout's keys
 /// (Megatron-Core's defaults: folded experts, etp = tp, encoder tp 0 = tp).
 fn config(c: &Value) -> Config {
+    try_config(c).unwrap_or_else(|e| panic!("{c}: {e}"))
+}
+
+/// [`config`], or the error of an order rank-layout does not parse.
+fn try_config(c: &Value) -> Result<Config, rank_layout::Error> {
     let n = |k: &str| c.get(k).and_then(Value::as_u64).map(|v| v as u32);
     let mut config = Config::new()
         .tp(n("tp").unwrap())
@@ -25,9 +31,11 @@ fn config(c: &Value) -> Config {
         .ep(n("ep").unwrap())
         .pp(n("pp").unwrap())
         .world_size(n("world_size"))
-        .order(c["order"].as_str().unwrap().parse().unwrap())
+        .order(c["order"].as_str().unwrap().parse()?)
         .etp(n("etp_passed"))
-        .dist_opt_instances(n("dist_opt_instances").unwrap_or(1));
+        .dist_opt_instances(n("dist_opt_instances").unwrap_or(1))
+        .gtp_remat(n("gtp_remat").unwrap_or(1))
+        .expert_gtp_remat(n("expert_gtp_remat").unwrap_or(1));
     if let Some(levels) = c.get("hierarchical_cp").and_then(Value::as_array) {
         config = config.hierarchical_cp(
             levels
@@ -41,7 +49,7 @@ fn config(c: &Value) -> Config {
             .encoder_pp(n("encoder_pp"))
             .encoder_tp(n("encoder_tp").filter(|t| *t > 0));
     }
-    config
+    Ok(config)
 }
 
 /// Every accepted case of Megatron-LM 5a3b6bcf1f: rank-layout accepts it
@@ -209,4 +217,147 @@ fn rank_generator_4ff9e66() {
             case["error"]
         );
     }
+}
+
+/// Every accepted case of Megatron-LM d98e8a64dd (main, whose
+/// `parallel_state.py` megatron-core 0.19.2 ships unchanged), 340 of them,
+/// 243 with `gtp_remat` > 1 and 178 with `expert_gtp_remat` > 1 (but the
+/// few whose order names gtp_remat twice, refused here): every
+/// kind rank-layout lists equals Megatron's groups in Megatron's order, and
+/// every group Megatron creates is one rank-layout has: the weight-shard
+/// groups it builds even at size 1 are singletons (`gtp_remat`,
+/// `egtp_remat`) or the `etp-ep-pp` groups (`etp-ep-egtp_remat-pp`), and
+/// its one distributed-optimizer instance is the `etp-ep-pp` groups one
+/// after another (the whole world, sorted, with weight shards).
+#[test]
+fn initialize_model_parallel_d98e8a64dd() {
+    let data = megatron_data("megatron_d98e8a64dd.json");
+    let cases = data["cases"].as_array().unwrap();
+    assert!(cases.len() >= 340, "{}", cases.len());
+    let (mut compared, mut gtp, mut egtp, mut repeated) = (0, 0, 0, 0);
+    for case in cases {
+        let c = match try_config(&case["config"]) {
+            Ok(c) => c,
+            Err(e) => {
+                // Megatron-LM builds an order naming gtp_remat twice when
+                // its size is 1 (and fails later when it is not); every
+                // repeated token is an error in rank-layout.
+                assert!(matches!(e, rank_layout::Error::RepeatedAxis { .. }), "{e}");
+                repeated += 1;
+                continue;
+            }
+        };
+        assert!(case["same_in_0_19_2"].as_bool().unwrap(), "{c}");
+        let megatron: BTreeMap<String, Vec<Vec<u32>>> = case["groups"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| (k.clone(), rank_lists(v)))
+            .collect();
+        let layout = match Layout::new(&c) {
+            Ok(l) => l,
+            Err(e) if c.dist_opt_instances > 1 => {
+                // Refused on purpose (tests/dist_opt.rs), as for 5a3b6bcf1f.
+                assert!(e.to_string().contains("dist_opt_instances"), "{c}: {e}");
+                continue;
+            }
+            Err(e) => panic!("{c}: Megatron-LM accepts it, rank-layout says {e}"),
+        };
+        gtp += usize::from(c.gtp_remat > 1);
+        egtp += usize::from(c.expert_gtp_remat > 1);
+        let ours: Vec<String> = layout.kinds().iter().map(Kind::to_string).collect();
+        for kind in &ours {
+            // Megatron-Core 0.19 names these tp-gtp_remat-* at any size.
+            let named = match kind.as_str() {
+                "tp-pp" | "tp-dp" | "tp-dp-cp" => kind.replacen("tp-", "tp-gtp_remat-", 1),
+                _ => kind.clone(),
+            };
+            let want = megatron
+                .get(&named)
+                .unwrap_or_else(|| panic!("{c}: Megatron-LM has no {named} groups"));
+            let got = layout.groups(kind.parse().unwrap()).unwrap().to_vecs();
+            assert_eq!(&got, want, "{c}: {kind}");
+            compared += 1;
+        }
+        let groups = |kind: Kind| layout.groups(kind).unwrap().to_vecs();
+        let first = layout.rank_offset();
+        let world: Vec<u32> = (first..first + layout.world_size()).collect();
+        for (kind, want) in &megatron {
+            if ours.contains(kind) {
+                continue;
+            }
+            let expected = match kind.as_str() {
+                "gtp_remat" | "egtp_remat" => world.iter().map(|r| vec![*r]).collect(),
+                "etp-ep-egtp_remat-pp" => groups(Kind::ETP_EP_PP),
+                // Megatron-Core 0.19's names of tp-pp, tp-dp and tp-dp-cp,
+                // which span a weight-shard axis of size 1.
+                "tp-gtp_remat-pp" => groups(Kind::TP_PP),
+                "tp-gtp_remat-dp" => groups(Kind::TP_DP),
+                "tp-gtp_remat-dp-cp" => groups(Kind::TP_DP_CP),
+                "dist-opt-instance" if c.gtp_remat > 1 || c.expert_gtp_remat > 1 => {
+                    vec![world.clone()]
+                }
+                "dist-opt-instance" => vec![groups(Kind::ETP_EP_PP).concat()],
+                _ => panic!("{c}: rank-layout lacks {kind}"),
+            };
+            assert_eq!(&expected, want, "{c}: {kind}");
+        }
+    }
+    assert!(gtp >= 200 && egtp >= 150, "{gtp} {egtp}");
+    assert!(repeated <= 10, "{repeated}");
+    assert!(compared > 6000, "{compared}");
+}
+
+/// Megatron-LM d98e8a64dd's refusals are rank-layout's, but for two
+/// documented choices: an order that does not write `tp` (size 1) is
+/// refused by Megatron-LM because `"tp" in "...-gtp_remat-..."` finds `tp`
+/// inside `gtp_remat`, so tp is never appended (semantics 3.5), where
+/// rank-layout appends it as every left-out axis of size 1; and "the order
+/// ends in pp" means every axis after `pp` has size 1 in both grids, where
+/// Megatron-LM compares the string (semantics 3.1).
+#[test]
+fn refusals_d98e8a64dd() {
+    let data = megatron_data("megatron_d98e8a64dd.json");
+    let (mut refused, mut no_tp, mut pp_last) = (0, 0, 0);
+    for case in data["rejected"].as_array().unwrap() {
+        let error = case["error"].as_str().unwrap();
+        let order = case["config"]["order"].as_str().unwrap();
+        let writes_tp = order.split('-').any(|t| t.eq_ignore_ascii_case("tp"));
+        let c = match try_config(&case["config"]) {
+            Ok(c) => c,
+            Err(_) => {
+                // An unknown or repeated order token.
+                refused += 1;
+                continue;
+            }
+        };
+        match Layout::new(&c) {
+            Err(_) => refused += 1,
+            Ok(_) if !writes_tp && c.tp == 1 => no_tp += 1,
+            Ok(l) if error.contains("pp-last") => {
+                // Only size-1 axes after pp, in both grids.
+                let s = l.sizes();
+                let size = |t: &str| match t {
+                    "tp" => s.tp.max(s.etp),
+                    "cp" => s.cp,
+                    "ep" => s.ep,
+                    "dp" => s.dp.max(s.edp),
+                    _ => s.gtp_remat.max(s.egtp_remat),
+                };
+                let after: Vec<&str> = order
+                    .split('-')
+                    .skip_while(|t| *t != "pp")
+                    .skip(1)
+                    .collect();
+                assert!(after.iter().all(|t| size(t) == 1), "{c}: {error}");
+                pp_last += 1;
+            }
+            Ok(_) => panic!("{c}: Megatron-LM refuses it ({error}), rank-layout accepts it"),
+        }
+    }
+    assert!(
+        refused >= 120,
+        "{refused} refused, {pp_last} by the pp-last string"
+    );
+    assert!(no_tp <= 10, "{no_tp}");
 }

@@ -13,7 +13,8 @@ use crate::plan::view::View;
 use crate::plan::{Pair, Plan};
 
 /// Every kind of a layout, in listing order: the dense kinds (with the
-/// `gtp_remat` kinds when that axis is > 1), the expert kinds (with the
+/// `gtp_remat` kinds in place of `tp-pp`, `tp-dp` and `tp-dp-cp` when that
+/// axis is > 1), the expert kinds (with the
 /// `egtp_remat` kinds likewise), `embd`, `pos-embd` (before the expert
 /// kinds in the folded layout, as Megatron-Core lists them), then `hcp-*`
 /// and the distributed-optimizer kinds when configured.
@@ -21,6 +22,10 @@ pub(crate) fn kinds(shape: &Shape, families: &Families) -> Vec<Kind> {
     let mut kinds = Kind::ATTENTION.to_vec();
     let main = shape.main();
     if main.sizes.gtp_remat > 1 {
+        // Megatron-Core 0.19 builds its model-parallel and tensor + data
+        // groups across the weight shards: tp-gtp_remat-pp, ... replace
+        // tp-pp, tp-dp and tp-dp-cp.
+        kinds.retain(|k| ![Kind::TP_PP, Kind::TP_DP, Kind::TP_DP_CP].contains(k));
         kinds.extend(Kind::GTP);
     }
     if main.experts == ExpertLayout::Folded {
