@@ -54,6 +54,39 @@
 //! arguments (one table, Megatron-Core's defaults), has its `RankGenerator`,
 //! and maps Megatron-LM and PyTorch DeviceMesh calls to this crate.
 //!
+//! # Where things are
+//!
+//! The root holds the core: [`Layout`] and [`Config`], [`Kind`], [`Group`]
+//! and [`Groups`], [`Split`], [`Placement`], [`Topology`], [`Error`], and
+//! the two other targets, [`Mesh`] and [`Modules`]. Their helper types live
+//! in [`mesh`] (selections, specifications, coordinates, torchtitan's
+//! meshes) and [`modules`] (bridges, roles, edges, specifications);
+//! Megatron-LM's vocabulary in [`megatron`], MPI communicators in `mpi`.
+//! The 1.0 root paths of the mesh and modules types still compile until
+//! 2.0 (CHANGELOG.md).
+//!
+//! # Which per-rank call to use when
+//!
+//! Every per-rank answer is O(axes) or O(dims), never a scan of groups.
+//!
+//! | you want, for one rank | layout | mesh | modules |
+//! | --- | --- | --- | --- |
+//! | where it sits (coordinates) | [`placement`](Layout::placement) | [`placement`](Mesh::placement), [`placement_in`](Mesh::placement_in) a view | [`module_of`](Modules::module_of), [`stage`](Modules::stage) |
+//! | its color and key in one kind (a partition) | [`split`](Layout::split) (`None`: in no group, MPI's undefined color) | [`split`](Mesh::split) by name, [`split_selected`](Mesh::split_selected) by a parsed [`mesh::Selection`] | [`split`](Modules::split) |
+//! | … in a kind whose groups overlap (joined pipelines) | [`split_rounds`](Layout::split_rounds), then [`split_in_round`](Layout::split_in_round) per round | (never overlap) | [`rounds`](Modules::rounds) |
+//! | its color and key in every kind at once (set-up) | [`splits`](Layout::splits) (every kind and round), [`splits_of`](Layout::splits_of) (some kinds) | [`split_plan`](Mesh::split_plan) then `splits(rank)` | [`roles`](Modules::roles) |
+//! | the group itself, with color and key | [`group_of`](Layout::group_of) (a partition), [`memberships`](Layout::memberships) (every group holding it) | [`groups`](Mesh::groups)`.nth(color)` | [`bridge_group_of`](Modules::bridge_group_of) |
+//! | its pipeline neighbours and stage | [`stage`](Layout::stage), [`pipeline_next`](Layout::pipeline_next), [`pipeline_prev`](Layout::pipeline_prev) | | [`stage`](Modules::stage) |
+//!
+//! The words: `split` is one (color, key) pair, `splits` all of them; a
+//! name ending in `_of` answers for a rank (`group_of`, `module_of`,
+//! `splits_of` for a rank and some kinds), `_selected` takes a dim set
+//! parsed once, `_in` a view or round. `Layout::split` is an `Option`
+//! because `embd` and `pos-embd` leave ranks out; a mesh's dim sets cover
+//! every rank. Modules count rounds as a length (`usize`) and their world
+//! as `u64`: modules on consecutive spans may end at rank 2^32, which a
+//! `u32` world cannot count; a layout or mesh stops one rank short.
+//!
 //! # Features
 //!
 //! None is on by default: the library alone depends on `thiserror` and
@@ -96,8 +129,8 @@ mod layout;
 mod layout_shape;
 mod math;
 pub mod megatron;
-mod mesh;
-mod modules;
+pub mod mesh;
+pub mod modules;
 #[cfg(feature = "mpi")]
 pub mod mpi;
 mod order;
@@ -122,13 +155,21 @@ pub use group::{Group, Members};
 pub use kind::Kind;
 pub use layout::{Layout, Membership, Sizes, SplitRound, Splits, Stage};
 pub use layout_shape::LayoutShape;
+pub use mesh::Mesh;
+pub use modules::Modules;
+
+// The paths of 1.0: every mesh and modules type at the root. They stay
+// until 2.0 and are hidden from the docs; their home is `mesh::` and
+// `modules::`. (Rust cannot mark a re-export deprecated: rust-lang/rust#30827.)
+#[doc(hidden)]
 pub use mesh::{
-    FlattenSpec, Mesh, MeshCoord, MeshSpec, MeshSplits, MeshSplitsIter, Selection, ViewSpec,
+    FlattenSpec, MeshCoord, MeshSpec, MeshSplits, MeshSplitsIter, Selection, ViewSpec,
     torchtitan_mesh,
 };
+#[doc(hidden)]
 pub use modules::{
     Bridge, BridgeKind, BridgeRole, ColocatedMode, ColocatedPlan, Direction, EdgeInfo, EdgeSpec,
-    GroupList, ModuleSpec, Modules, ModulesSpec, Spans,
+    GroupList, ModuleSpec, ModulesSpec, Spans,
 };
 pub use order::Order;
 pub use plan::groups::Groups;

@@ -5,11 +5,11 @@
 use proptest::prelude::*;
 use rank_layout::{Axis, AxisSet, Config, Error, Groups, Kind, Layout};
 
-/// Any kind there is: every non-empty set of the seven axes, its `-mod-ep`
+/// Any kind there is: every non-empty set of the nine axes, its `-mod-ep`
 /// form, `hcp-n` and the special families.
 fn any_kind() -> impl Strategy<Value = Kind> {
-    let set = (1u8..128).prop_map(|bits| {
-        let axes: Vec<Axis> = Axis::NAME_ORDER
+    let set = (1u16..512).prop_map(|bits| {
+        let axes: Vec<Axis> = Axis::ALL
             .into_iter()
             .enumerate()
             .filter(|(i, _)| bits & (1 << i) != 0)
@@ -111,4 +111,81 @@ fn main_types_are_send_and_sync() {
     both::<rank_layout::BridgeRole>();
     both::<rank_layout::ModulesSpec>();
     both::<rank_layout::megatron::Audit>();
+}
+
+/// Layouts hash as they compare: by resolved content.
+#[test]
+fn layouts_hash_as_they_compare() {
+    use std::collections::HashSet;
+    let a = Layout::new(&Config::new().tp(2).world_size(8)).unwrap();
+    let b = Layout::new(&Config::new().tp(2).dp(4)).unwrap();
+    let c = Layout::new(&Config::new().tp(4).world_size(8)).unwrap();
+    assert_eq!(a, b);
+    let set: HashSet<Layout> = [a, b, c].into_iter().collect();
+    assert_eq!(set.len(), 2);
+}
+
+/// Every 1.0 name still compiles in 1.x: the mesh and modules types at the
+/// root (now at home in `mesh::` and `modules::`, the same types), and the
+/// renamed methods, deprecated, answering as their new names.
+#[test]
+#[allow(deprecated)]
+fn names_of_1_0_still_compile() {
+    use rank_layout::{
+        Bridge, BridgeKind, BridgeRole, ColocatedMode, ColocatedPlan, Direction, EdgeInfo,
+        EdgeSpec, FlattenSpec, GroupList, Mesh, MeshCoord, MeshSpec, MeshSplits, MeshSplitsIter,
+        ModuleSpec, Modules, ModulesSpec, Selection, Spans, ViewSpec, torchtitan_mesh,
+    };
+    fn same<T: 'static, U: 'static>() -> bool {
+        std::any::TypeId::of::<T>() == std::any::TypeId::of::<U>()
+    }
+    assert!(same::<Selection, rank_layout::mesh::Selection>());
+    assert!(same::<
+        MeshCoord<'static>,
+        rank_layout::mesh::MeshCoord<'static>,
+    >());
+    assert!(same::<MeshSpec, rank_layout::mesh::MeshSpec>());
+    assert!(same::<ViewSpec, rank_layout::mesh::ViewSpec>());
+    assert!(same::<FlattenSpec, rank_layout::mesh::FlattenSpec>());
+    assert!(same::<
+        MeshSplits<'static>,
+        rank_layout::mesh::MeshSplits<'static>,
+    >());
+    assert!(same::<
+        MeshSplitsIter<'static>,
+        rank_layout::mesh::MeshSplitsIter<'static>,
+    >());
+    assert!(same::<Bridge, rank_layout::modules::Bridge>());
+    assert!(same::<BridgeKind, rank_layout::modules::BridgeKind>());
+    assert!(same::<BridgeRole, rank_layout::modules::BridgeRole>());
+    assert!(same::<ColocatedMode, rank_layout::modules::ColocatedMode>());
+    assert!(same::<ColocatedPlan, rank_layout::modules::ColocatedPlan>());
+    assert!(same::<Direction, rank_layout::modules::Direction>());
+    assert!(same::<EdgeInfo, rank_layout::modules::EdgeInfo>());
+    assert!(same::<EdgeSpec, rank_layout::modules::EdgeSpec>());
+    assert!(same::<GroupList, rank_layout::modules::GroupList>());
+    assert!(same::<ModuleSpec, rank_layout::modules::ModuleSpec>());
+    assert!(same::<ModulesSpec, rank_layout::modules::ModulesSpec>());
+    assert!(same::<Spans, rank_layout::modules::Spans>());
+    let _ = torchtitan_mesh;
+
+    assert_eq!(Direction::FanIn.as_str(), Direction::FanIn.name());
+    assert_eq!(BridgeKind::Gather.as_str(), BridgeKind::Gather.name());
+    assert_eq!(ColocatedMode::P2p.as_str(), ColocatedMode::P2p.name());
+    let mesh = Mesh::new([("tp", 2), ("dp", 4)]).unwrap();
+    let (old, new) = (mesh.coord(5).unwrap(), mesh.placement(5).unwrap());
+    assert_eq!(
+        old.iter().collect::<Vec<_>>(),
+        new.iter().collect::<Vec<_>>()
+    );
+    let sel = mesh.select("dp").unwrap();
+    assert_eq!(
+        mesh.split_of(5, sel).unwrap(),
+        mesh.split_selected(5, sel).unwrap()
+    );
+    assert_eq!(
+        mesh.groups_of(sel).unwrap().to_vecs(),
+        mesh.groups_selected(sel).unwrap().to_vecs()
+    );
+    let _ = Modules::new([("a", mesh)], Spans::Consecutive).unwrap();
 }

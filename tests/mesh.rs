@@ -116,7 +116,7 @@ proptest! {
             let all: Vec<Split> = plan.splits(r).unwrap().collect();
             let one: Vec<Split> = refs.iter().map(|s| mesh.split(r, s).unwrap()).collect();
             prop_assert_eq!(all, one);
-            let c = mesh.coord(r).unwrap();
+            let c = mesh.placement(r).unwrap();
             let want = coords(u64::from(r - offset), &sizes);
             for (i, name) in n.iter().enumerate() {
                 prop_assert_eq!(c.get(name).map(u64::from), Some(want[i]));

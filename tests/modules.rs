@@ -246,7 +246,7 @@ fn colocated_equal_megatron_core_where_it_is_right() {
             extended += 1;
         } else if no_gtp && line_up {
             assert_eq!(
-                plan.direction.as_str(),
+                plan.direction.name(),
                 case["direction"].as_str().unwrap(),
                 "{case}"
             );

@@ -297,7 +297,7 @@ fn plan_json(b: &Bridge) -> Value {
     let mut o = Map::new();
     o.insert("src".into(), b.src.clone().into());
     o.insert("dst".into(), b.dst.clone().into());
-    o.insert("direction".into(), b.direction.as_str().into());
+    o.insert("direction".into(), b.direction.name().into());
     o.insert("scale".into(), b.scale.into());
     o.insert("src_leaders".into(), b.src_leaders.clone().into());
     o.insert("dst_leaders".into(), b.dst_leaders.clone().into());
@@ -320,8 +320,8 @@ fn plan_json(b: &Bridge) -> Value {
     o.insert("bridge_group".into(), b.bridge_group.clone().into());
     if let Some(c) = &b.colocated {
         let mut co = serde_json::json!({
-            "mode": c.mode.as_str(),
-            "direction": b.direction.as_str(),
+            "mode": c.mode.name(),
+            "direction": b.direction.name(),
             "scale": b.scale,
             "gather_groups": c.gather_groups.to_vecs(),
             "slots": c.slots,

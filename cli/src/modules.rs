@@ -631,7 +631,7 @@ impl Describe<'_> {
                 dst: e.dst,
                 direction: e.direction.to_string(),
                 scale: e.scale,
-                mode: e.mode.map_or("p2p", |m| m.as_str()),
+                mode: e.mode.map_or("p2p", |m| m.name()),
                 reason: e.reason,
             })
             .collect()

@@ -130,11 +130,11 @@ fn rank_card_is_the_library_split_of_every_dim_set() {
             "rank {rank} --format json {MESH} --gpus-per-node 4"
         ));
         assert_eq!(v["rank"], rank);
-        let coord = mesh.coord(rank).unwrap();
+        let coord = mesh.placement(rank).unwrap();
         for (dim, value) in coord.iter() {
             assert_eq!(v["coord"][dim], value, "rank {rank} {dim}");
         }
-        let view = mesh.coord_in(rank, "expert").unwrap();
+        let view = mesh.placement_in(rank, "expert").unwrap();
         for (dim, value) in view.iter() {
             assert_eq!(v["view_coords"]["expert"][dim], value, "rank {rank} {dim}");
         }

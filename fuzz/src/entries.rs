@@ -1476,7 +1476,7 @@ fn stage_ranks(modules: &rank_layout::Modules, name: &str, pp: Option<u32>) -> V
     let start = mesh.rank_offset();
     let end = u32::try_from(mesh.rank_end()).unwrap();
     (start..end)
-        .filter(|&r| mesh.coord(r).unwrap().get("pp").unwrap_or(0) == want)
+        .filter(|&r| mesh.placement(r).unwrap().get("pp").unwrap_or(0) == want)
         .collect()
 }
 

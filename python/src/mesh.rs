@@ -349,7 +349,7 @@ impl PyMesh {
     fn groups(&self, dims: &Bound<'_, PyAny>, view: Option<&str>) -> PyResult<Vec<Vec<u32>>> {
         let groups = self
             .inner
-            .groups_of(self.selection(dims, view)?)
+            .groups_selected(self.selection(dims, view)?)
             .or_raise()?;
         crate::memory::check_ints(groups.member_count())?;
         let table = groups.table().or_raise()?;
@@ -370,7 +370,7 @@ impl PyMesh {
     ) -> PyResult<Bound<'py, PyArray2<u32>>> {
         let selection = self.selection(dims, view)?;
         let name = self.inner.name_of(selection);
-        array::array_of(py, &name, self.inner.groups_of(selection).or_raise()?)
+        array::array_of(py, &name, self.inner.groups_selected(selection).or_raise()?)
     }
 
     /// ``rank``'s coordinates (in ``view``'s dims with ``view``) as a dict
@@ -389,8 +389,8 @@ impl PyMesh {
             return Ok(None);
         };
         let found = match view {
-            Some(v) => self.inner.coord_in(rank, v),
-            None => self.inner.coord(rank),
+            Some(v) => self.inner.placement_in(rank, v),
+            None => self.inner.placement(rank),
         };
         let coord = match found {
             Ok(c) => c,
@@ -419,7 +419,7 @@ impl PyMesh {
     ) -> PyResult<Bound<'py, PyAny>> {
         let s = self
             .inner
-            .split_of(self.rank_arg(rank)?, self.selection(dims, view)?)
+            .split_selected(self.rank_arg(rank)?, self.selection(dims, view)?)
             .or_raise()?;
         split_tuple(py, s)
     }

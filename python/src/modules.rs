@@ -258,8 +258,8 @@ fn colocated_dict<'py>(
     c: &ColocatedPlan,
 ) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
-    d.set_item("mode", c.mode.as_str())?;
-    d.set_item("direction", b.direction.as_str())?;
+    d.set_item("mode", c.mode.name())?;
+    d.set_item("direction", b.direction.name())?;
     d.set_item("scale", b.scale)?;
     d.set_item("gather_groups", groups(&c.gather_groups))?;
     d.set_item("slots", c.slots.clone())?;
@@ -291,7 +291,7 @@ fn role_dict<'py>(py: Python<'py>, r: &BridgeRole) -> PyResult<Bound<'py, PyDict
     d.set_item("slot", r.slot)?;
     let splits = PyDict::new(py);
     for (kind, s) in &r.splits {
-        splits.set_item(kind.as_str(), split_or_none(py, *s)?)?;
+        splits.set_item(kind.name(), split_or_none(py, *s)?)?;
     }
     d.set_item("splits", splits)?;
     Ok(d)
@@ -305,8 +305,8 @@ fn kind_of(obj: &Bound<'_, PyAny>) -> PyResult<BridgeKind> {
 
 /// The group of `rank` in `selection` of `mesh`, members in key order.
 fn group_of(mesh: &Mesh, selection: Selection, rank: u32) -> PyResult<Vec<u32>> {
-    let s = mesh.split_of(rank, selection).or_raise()?;
-    mesh.groups_of(selection)
+    let s = mesh.split_selected(rank, selection).or_raise()?;
+    mesh.groups_selected(selection)
         .or_raise()?
         .nth(s.color as usize)
         .map(|g| g.to_vec())
@@ -529,7 +529,7 @@ impl PyModules {
             .bridge_kinds(src, dst)
             .or_raise()?
             .into_iter()
-            .map(BridgeKind::as_str)
+            .map(BridgeKind::name)
             .collect())
     }
 

@@ -102,6 +102,13 @@ impl PartialEq for Layout {
 
 impl Eq for Layout {}
 
+impl std::hash::Hash for Layout {
+    /// The resolved configuration's hash, consistent with `==`.
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.config.hash(state);
+    }
+}
+
 impl fmt::Debug for Layout {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Layout")

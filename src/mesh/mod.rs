@@ -16,7 +16,7 @@
 //! let mesh = Mesh::new([("tp", 2), ("cp", 2), ("dp", 4)])?;
 //! assert_eq!(mesh.groups("cp-dp")?.to_vecs()[1], vec![1, 3, 5, 7, 9, 11, 13, 15]);
 //! assert_eq!(mesh.groups("dp")?.next().unwrap().to_vec(), vec![0, 4, 8, 12]);
-//! let c = mesh.coord(13)?;
+//! let c = mesh.placement(13)?;
 //! assert_eq!((c.get("tp"), c.get("cp"), c.get("dp")), (Some(1), Some(0), Some(3)));
 //! // An expert view over the same ranks, sharing nothing: ep groups of 4.
 //! let mesh = mesh.view("expert", &[("ep", 4), ("edp", 4)], &[])?;
@@ -87,7 +87,7 @@ pub struct Mesh {
 
 /// A rank's coordinates in one factorisation of a mesh, by dim name.
 ///
-/// Created by [`Mesh::coord`] and [`Mesh::coord_in`].
+/// Created by [`Mesh::placement`] and [`Mesh::placement_in`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MeshCoord<'a> {
     factors: &'a Factors,
@@ -211,7 +211,7 @@ impl Mesh {
     /// use rank_layout::Mesh;
     /// let mesh = Mesh::new([("x", 2), ("y", 2)])?.with_rank_map(vec![0, 2, 1, 3])?;
     /// assert_eq!(mesh.groups("x")?.to_vecs(), vec![vec![0, 2], vec![1, 3]]);
-    /// assert_eq!(mesh.coord(2)?.get("x"), Some(1));
+    /// assert_eq!(mesh.placement(2)?.get("x"), Some(1));
     /// assert!(Mesh::new([("x", 2)])?.with_rank_map(vec![0, 0]).is_err());
     /// # Ok::<(), rank_layout::Error>(())
     /// ```
@@ -461,27 +461,53 @@ impl Mesh {
         })
     }
 
-    /// `rank`'s coordinates in the mesh's dims.
+    /// Where `rank` sits: its coordinates in the mesh's dims (the mesh's
+    /// [`Layout::placement`](crate::Layout::placement)).
+    ///
+    /// ```
+    /// use rank_layout::Mesh;
+    /// let mesh = Mesh::new([("tp", 2), ("dp", 4)])?;
+    /// assert_eq!(mesh.placement(5)?.get("dp"), Some(2));
+    /// # Ok::<(), rank_layout::Error>(())
+    /// ```
     ///
     /// # Errors
     /// [`Error::RankOutOfRange`].
-    pub fn coord(&self, rank: u32) -> Result<MeshCoord<'_>> {
+    pub fn placement(&self, rank: u32) -> Result<MeshCoord<'_>> {
         Ok(MeshCoord {
             factors: &self.base,
             values: self.base.decode(self.position(rank)?),
         })
     }
 
-    /// `rank`'s coordinates in view `view`'s dims.
+    /// Where `rank` sits in view `view`: its coordinates in the view's dims.
     ///
     /// # Errors
     /// [`Error::RankOutOfRange`], [`Error::UnknownName`] for an unknown view.
-    pub fn coord_in(&self, rank: u32, view: &str) -> Result<MeshCoord<'_>> {
+    pub fn placement_in(&self, rank: u32, view: &str) -> Result<MeshCoord<'_>> {
         let factors = self.factors(Some(self.view_index(view)?));
         Ok(MeshCoord {
             factors,
             values: factors.decode(self.position(rank)?),
         })
+    }
+
+    /// `rank`'s coordinates in the mesh's dims.
+    ///
+    /// # Errors
+    /// [`Error::RankOutOfRange`].
+    #[deprecated(since = "1.1.0", note = "use `placement`, as `Layout::placement`")]
+    pub fn coord(&self, rank: u32) -> Result<MeshCoord<'_>> {
+        self.placement(rank)
+    }
+
+    /// `rank`'s coordinates in view `view`'s dims.
+    ///
+    /// # Errors
+    /// [`Error::RankOutOfRange`], [`Error::UnknownName`] for an unknown view.
+    #[deprecated(since = "1.1.0", note = "use `placement_in`")]
+    pub fn coord_in(&self, rank: u32, view: &str) -> Result<MeshCoord<'_>> {
+        self.placement_in(rank, view)
     }
 
     /// The dim set named by `spec`: dims of the mesh joined by `-` in any
@@ -514,15 +540,28 @@ impl Mesh {
     /// # Errors
     /// As [`select`](Self::select).
     pub fn groups(&self, spec: &str) -> Result<Groups<'static>> {
-        self.groups_of(self.select(spec)?)
+        self.groups_selected(self.select(spec)?)
+    }
+
+    /// The groups of a selection of this mesh (a dim set parsed once by
+    /// [`select`](Self::select)).
+    ///
+    /// # Errors
+    /// [`Error::UnknownName`] for a selection of another mesh's view.
+    pub fn groups_selected(&self, selection: Selection) -> Result<Groups<'static>> {
+        Ok(Groups::new(Cow::Owned(self.plan(selection)?)))
     }
 
     /// The groups of a selection of this mesh.
     ///
     /// # Errors
     /// [`Error::UnknownName`] for a selection of another mesh's view.
+    #[deprecated(
+        since = "1.1.0",
+        note = "use `groups_selected`: `_of` names a rank's answer (`group_of`, `module_of`)"
+    )]
     pub fn groups_of(&self, selection: Selection) -> Result<Groups<'static>> {
-        Ok(Groups::new(Cow::Owned(self.plan(selection)?)))
+        self.groups_selected(selection)
     }
 
     /// The plan of a selection.
@@ -573,17 +612,27 @@ impl Mesh {
     /// # Errors
     /// [`Error::RankOutOfRange`] and the errors of [`select`](Self::select).
     pub fn split(&self, rank: u32, spec: &str) -> Result<Split> {
-        self.split_of(rank, self.select(spec)?)
+        self.split_selected(rank, self.select(spec)?)
+    }
+
+    /// `rank`'s split in a selection of this mesh (a dim set parsed once by
+    /// [`select`](Self::select)).
+    ///
+    /// # Errors
+    /// [`Error::RankOutOfRange`].
+    pub fn split_selected(&self, rank: u32, selection: Selection) -> Result<Split> {
+        let factors = self.checked_factors(selection)?;
+        let coords = factors.decode(self.position(rank)?);
+        Ok(splits::dot(&coords, &factors.weights(selection.mask)))
     }
 
     /// `rank`'s split in a selection of this mesh.
     ///
     /// # Errors
     /// [`Error::RankOutOfRange`].
+    #[deprecated(since = "1.1.0", note = "use `split_selected`")]
     pub fn split_of(&self, rank: u32, selection: Selection) -> Result<Split> {
-        let factors = self.checked_factors(selection)?;
-        let coords = factors.decode(self.position(rank)?);
-        Ok(splits::dot(&coords, &factors.weights(selection.mask)))
+        self.split_selected(rank, selection)
     }
 
     /// How the groups of the dim set `spec` fall on the nodes (and

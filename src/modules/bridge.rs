@@ -27,18 +27,24 @@ pub enum Direction {
 
 impl Direction {
     /// `fan_in`, `fan_out` or `equal` (Megatron-Core's names).
-    pub fn as_str(self) -> &'static str {
+    pub const fn name(self) -> &'static str {
         match self {
             Direction::FanIn => "fan_in",
             Direction::FanOut => "fan_out",
             Direction::Equal => "equal",
         }
     }
+
+    /// The name: see [`Direction::name`].
+    #[deprecated(since = "1.1.0", note = "use `name()`, as every enum of the crate")]
+    pub fn as_str(self) -> &'static str {
+        self.name()
+    }
 }
 
 impl fmt::Display for Direction {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        f.write_str(self.name())
     }
 }
 
@@ -86,7 +92,7 @@ impl BridgeKind {
     /// The kind's name: `bridge`, `src_broadcast`, `dst_broadcast`,
     /// `dst_cp_reduce`, `src_cp_gather`, `gather`, `colocated_cp_gather`,
     /// `colocated_cp_reduce`.
-    pub fn as_str(self) -> &'static str {
+    pub const fn name(self) -> &'static str {
         match self {
             BridgeKind::Bridge => "bridge",
             BridgeKind::SrcBroadcast => "src_broadcast",
@@ -98,11 +104,17 @@ impl BridgeKind {
             BridgeKind::ColocatedCpReduce => "colocated_cp_reduce",
         }
     }
+
+    /// The name: see [`BridgeKind::name`].
+    #[deprecated(since = "1.1.0", note = "use `name()`, as every enum of the crate")]
+    pub fn as_str(self) -> &'static str {
+        self.name()
+    }
 }
 
 impl fmt::Display for BridgeKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        f.write_str(self.name())
     }
 }
 
@@ -113,12 +125,12 @@ impl FromStr for BridgeKind {
     fn from_str(s: &str) -> Result<BridgeKind> {
         BridgeKind::ALL
             .into_iter()
-            .find(|k| k.as_str() == s)
+            .find(|k| k.name() == s)
             .ok_or_else(|| Error::UnknownName {
                 what: "bridge kind",
                 name: s.to_owned(),
                 place: "the bridge kinds".into(),
-                known: BridgeKind::ALL.map(BridgeKind::as_str).join(", "),
+                known: BridgeKind::ALL.map(BridgeKind::name).join(", "),
             })
     }
 }
@@ -132,7 +144,7 @@ impl FromStr for BridgeKind {
 /// in [`colocated`](Bridge::colocated).
 ///
 /// ```
-/// use rank_layout::{Direction, Mesh, Modules, Spans};
+/// use rank_layout::{Mesh, Modules, modules::{Direction, Spans}};
 /// // vision: tp 2 x dp 4 (ranks 0-7); llm: tp 4 x dp 2 (ranks 8-15).
 /// let modules = Modules::new(
 ///     [
@@ -191,7 +203,7 @@ impl Bridge {
     /// is one group); `None` for a kind the plan does not have.
     ///
     /// ```
-    /// use rank_layout::{BridgeKind, Mesh, Modules, Spans};
+    /// use rank_layout::{Mesh, Modules, modules::{BridgeKind, Spans}};
     /// let modules = Modules::new(
     ///     [("enc", Mesh::new([("tp", 2), ("dp", 2)])?), ("llm", Mesh::new([("tp", 4)])?)],
     ///     Spans::Consecutive,

@@ -22,17 +22,23 @@ pub enum ColocatedMode {
 
 impl ColocatedMode {
     /// `collective` or `p2p`.
-    pub fn as_str(self) -> &'static str {
+    pub const fn name(self) -> &'static str {
         match self {
             ColocatedMode::Collective => "collective",
             ColocatedMode::P2p => "p2p",
         }
     }
+
+    /// The name: see [`ColocatedMode::name`].
+    #[deprecated(since = "1.1.0", note = "use `name()`, as every enum of the crate")]
+    pub fn as_str(self) -> &'static str {
+        self.name()
+    }
 }
 
 impl fmt::Display for ColocatedMode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        f.write_str(self.name())
     }
 }
 

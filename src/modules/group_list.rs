@@ -6,7 +6,7 @@ use std::slice::ChunksExact;
 /// bridge plan's broadcast, gather and reduce groups.
 ///
 /// ```
-/// use rank_layout::{Mesh, Modules, Spans};
+/// use rank_layout::{Mesh, Modules, modules::Spans};
 /// let modules = Modules::new(
 ///     [("enc", Mesh::new([("tp", 2), ("dp", 2)])?), ("llm", Mesh::new([("tp", 4)])?)],
 ///     Spans::Consecutive,

@@ -5,7 +5,7 @@
 //! built by coordinates (Megatron-Core's MIMO, without its bugs).
 //!
 //! ```
-//! use rank_layout::{Mesh, Modules, Spans};
+//! use rank_layout::{Mesh, Modules, modules::Spans};
 //! let modules = Modules::new(
 //!     [
 //!         ("vision", Mesh::new([("tp", 2), ("dp", 2)])?),            // ranks 0-3
@@ -409,7 +409,7 @@ impl Modules {
     /// colocated modules the mode and why (no plan is built).
     ///
     /// ```
-    /// use rank_layout::{ColocatedMode, Direction, Mesh, Modules, Spans};
+    /// use rank_layout::{Mesh, Modules, modules::{ColocatedMode, Direction, Spans}};
     /// let m = Modules::new(
     ///     [("a", Mesh::new([("tp", 2), ("dp", 4)])?), ("b", Mesh::new([("dp", 2), ("tp", 4)])?)],
     ///     Spans::Colocated,
@@ -468,7 +468,7 @@ impl Modules {
         let (edge, a, b) = self.edge_at(self.edge_index(src, dst)?)?;
         if !edge.kinds(a, b).contains(&kind) {
             return Err(Error::NotInBridge {
-                kind: kind.as_str(),
+                kind: kind.name(),
                 src: src.to_owned(),
                 dst: dst.to_owned(),
             });
@@ -481,7 +481,7 @@ impl Modules {
     /// O(lanes)), not the whole plan.
     ///
     /// ```
-    /// use rank_layout::{BridgeKind, Mesh, Modules, Spans};
+    /// use rank_layout::{Mesh, Modules, modules::{BridgeKind, Spans}};
     /// let modules = Modules::new(
     ///     [("enc", Mesh::new([("tp", 2), ("dp", 2)])?), ("llm", Mesh::new([("tp", 4)])?)],
     ///     Spans::Consecutive,
@@ -551,7 +551,7 @@ impl Modules {
     /// `None` for a rank outside the round's modules.
     ///
     /// ```
-    /// use rank_layout::{Mesh, Modules, Spans, Split};
+    /// use rank_layout::{Mesh, Modules, Split, modules::Spans};
     /// let modules = Modules::new(
     ///     [("enc", Mesh::new([("tp", 2), ("dp", 2)])?), ("llm", Mesh::new([("tp", 4)])?)],
     ///     Spans::Consecutive,
@@ -586,7 +586,7 @@ impl Modules {
             }
             if u64::from(rank) < mesh.rank_end() && rank >= mesh.rank_offset() {
                 let s = match set {
-                    ModuleSet::Dims(sel) => mesh.split_of(rank, *sel)?,
+                    ModuleSet::Dims(sel) => mesh.split_selected(rank, *sel)?,
                     _ => Split {
                         color: rank - mesh.rank_offset(),
                         key: 0,
@@ -666,7 +666,7 @@ impl ModuleSet {
         match self {
             ModuleSet::Missing => 0,
             ModuleSet::PerRank => u64::from(mesh.world_size()),
-            ModuleSet::Dims(s) => mesh.groups_of(s).map_or(0, |g| g.len() as u64),
+            ModuleSet::Dims(s) => mesh.groups_selected(s).map_or(0, |g| g.len() as u64),
         }
     }
 }

@@ -8,7 +8,7 @@ use crate::split::Split;
 /// A rank's role on one edge, from [`Modules::role`](crate::Modules::role).
 ///
 /// ```
-/// use rank_layout::{BridgeKind, Mesh, Modules, Spans, Split};
+/// use rank_layout::{Mesh, Modules, Split, modules::{BridgeKind, Spans}};
 /// let modules = Modules::new(
 ///     [("enc", Mesh::new([("tp", 2), ("dp", 2)])?), ("llm", Mesh::new([("tp", 4)])?)],
 ///     Spans::Consecutive,

@@ -84,11 +84,13 @@ impl Mesh {
             .collect::<Result<Vec<_>>>()?;
         let mut sets = Vec::with_capacity(specs.len());
         for (spec, selection) in specs.iter().zip(selections) {
-            let split = rank.map(|r| self.split_of(r, selection)).transpose()?;
+            let split = rank
+                .map(|r| self.split_selected(r, selection))
+                .transpose()?;
             let built: Option<SimpleCommunicator> = split_once(comm, split)?;
             let made = match (split, built) {
                 (Some(s), Some(c)) => {
-                    let group = self.groups_of(selection)?.nth(s.color as usize);
+                    let group = self.groups_selected(selection)?.nth(s.color as usize);
                     group.map(|group| GroupComm {
                         color: s.color,
                         key: s.key,

@@ -362,11 +362,11 @@ impl<'a> Picture<'a> {
                 .collect::<Vec<_>>()
                 .join(" ")
         };
-        if let Ok(c) = m.mesh.coord(rank) {
+        if let Ok(c) = m.mesh.placement(rank) {
             text.push_str(&format!("\n{}", coords(c)));
         }
         for view in m.mesh.views() {
-            if let Ok(c) = m.mesh.coord_in(rank, view) {
+            if let Ok(c) = m.mesh.placement_in(rank, view) {
                 text.push_str(&format!("\n{view}: {}", coords(c)));
             }
         }

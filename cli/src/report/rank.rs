@@ -426,10 +426,10 @@ impl MeshCard {
             ))
         };
         let rank = u32::try_from(rank).map_err(|_| outside())?;
-        let base = mesh.coord(rank).map_err(|_| outside())?;
+        let base = mesh.placement(rank).map_err(|_| outside())?;
         let mut coords = vec![(None, named(base.iter()))];
         for view in mesh.views() {
-            let c = mesh.coord_in(rank, view)?;
+            let c = mesh.placement_in(rank, view)?;
             coords.push((Some(view.to_owned()), named(c.iter())));
         }
         let names: Vec<String> = sets.iter().map(DimSet::to_string).collect();
