@@ -339,7 +339,7 @@ fn modules(processes: u32) -> Vec<(&'static str, Modules)> {
 /// The test's own data lane of `rank` in `mesh`: its gtp and dp
 /// coordinates, the first listed fastest.
 fn lane_of(mesh: &Mesh, rank: u32) -> u32 {
-    let c = mesh.coord(rank).unwrap();
+    let c = mesh.placement(rank).unwrap();
     let (mut lane, mut weight) = (0, 1);
     for (name, size) in mesh.dims() {
         if name == "gtp" || name == "dp" {
@@ -384,10 +384,10 @@ fn check_modules(world: &SimpleCommunicator, modules: &Modules) -> Result<(), St
             }
             let got = got.ok_or_else(|| format!("{name} {dims}: not built"))?;
             // The ranks of the module agreeing with me off the dim set.
-            let c = mesh.coord(me).unwrap();
+            let c = mesh.placement(me).unwrap();
             let want: Vec<u32> = (mesh.rank_offset()..mesh.rank_end() as u32)
                 .filter(|&r| {
-                    let o = mesh.coord(r).unwrap();
+                    let o = mesh.placement(r).unwrap();
                     c.iter()
                         .all(|(d, v)| dims.split('-').any(|x| x == d) || o.get(d) == Some(v))
                 })
@@ -467,7 +467,7 @@ fn check_modules(world: &SimpleCommunicator, modules: &Modules) -> Result<(), St
             let (v, _) = world.process_at_rank(from as i32).receive::<i32>();
             received.push(v);
         }
-        if in_dst && dst.coord(me).unwrap().get("pp").unwrap_or(0) == 0 {
+        if in_dst && dst.placement(me).unwrap().get("pp").unwrap_or(0) == 0 {
             let bcast = comms
                 .bridge(&s, &d, BridgeKind::DstBroadcast)
                 .ok_or_else(|| format!("{s}->{d}: no broadcast group"))?;
