@@ -31,13 +31,21 @@
 //!   communicator kind of every edge (`Modules::bridge_split`), and
 //!   `modules/rank-roles/131072`: its whole role on every edge.
 //!
+//! - `spread/encdec-every-kind/2147483520`: what `check` computes, the
+//!   spread of every kind (16) of an encoder (tp=2) + decoder (tp=4, pp=2)
+//!   layout with cp=2 and dp=107,374,176 on 8-GPU nodes;
+//!   `spread/encdec-{pp,embd,tp-pp}/2147483520`: its joined kinds alone;
+//!   `spread/encdec-fan-in-every-kind/2147483520`: the same for an encoder
+//!   with tp=4, pp=2 and a decoder with tp=2, pp=3, cp=2, on NVL72 racks (4
+//!   GPUs per node, 18 nodes per domain) from rank offset 5.
+//!
 //! Every closure checks its result.
 
 use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use rank_layout::{Config, ExpertLayout, Kind, Layout, Mesh, MeshSpec, Modules, Spans};
+use rank_layout::{Config, ExpertLayout, Kind, Layout, Mesh, MeshSpec, Modules, Spans, Topology};
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -375,5 +383,73 @@ fn modules(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, enumerate, rank, mesh, modules);
+/// Encoder + decoder layouts of 2,147,483,520 ranks: encoder tp=2 pp=1,
+/// decoder tp=4 pp=2, cp=2 (dp = 107,374,176); and encoder tp=4 pp=2,
+/// decoder tp=2 pp=3, cp=2 (dp = 76,695,840) from rank 5.
+fn encdec_2_31(fan_in: bool) -> Layout {
+    let c = if fan_in {
+        Config::new()
+            .tp(2)
+            .pp(3)
+            .encoder_tp(4)
+            .encoder_pp(2)
+            .rank_offset(5)
+    } else {
+        Config::new().tp(4).pp(2).encoder_tp(2).encoder_pp(1)
+    };
+    Layout::new(&c.cp(2).world_size(Some(2_147_483_520))).expect("a valid layout")
+}
+
+fn spread(c: &mut Criterion) {
+    let mut g = c.benchmark_group("spread");
+    g.sample_size(50).measurement_time(Duration::from_secs(3));
+    let world = 2_147_483_520u32;
+    let nodes = Topology::new(8, None).expect("a topology");
+    let racks = Topology::new(4, Some(18)).expect("a topology");
+    for (name, layout, topology) in [
+        ("encdec-every-kind", encdec_2_31(false), nodes),
+        ("encdec-fan-in-every-kind", encdec_2_31(true), racks),
+    ] {
+        assert_eq!(layout.world_size(), world);
+        g.bench_function(BenchmarkId::new(name, world), |b| {
+            b.iter(|| {
+                let mut crossing = 0u64;
+                for &kind in layout.kinds() {
+                    let s = layout
+                        .spread(kind, black_box(&topology))
+                        .expect("a kind of the layout");
+                    crossing += u64::from(s.cross_node_groups);
+                }
+                assert!(crossing > 0);
+                crossing
+            })
+        });
+    }
+    // Encoder rank e + 2c + 4d, decoder ranks 4dp + t + 4c + 8d and 8dp
+    // more: every joined pipeline spans 3 nodes, its ends 2, and the tp-pp
+    // group of (c, d) 3.
+    let layout = encdec_2_31(false);
+    let dp = 107_374_176u32;
+    for (kind, groups, most) in [
+        (Kind::PP, 8 * dp, 3),
+        (Kind::EMBD, 8 * dp, 2),
+        (Kind::TP_PP, 2 * dp, 3),
+    ] {
+        g.bench_function(BenchmarkId::new(format!("encdec-{kind}"), world), |b| {
+            b.iter(|| {
+                let s = layout
+                    .spread(kind, black_box(&nodes))
+                    .expect("a kind of the layout");
+                assert_eq!(
+                    (s.groups, s.cross_node_groups, s.max_nodes_per_group),
+                    (groups, groups, most)
+                );
+                s
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, enumerate, rank, mesh, modules, spread);
 criterion_main!(benches);

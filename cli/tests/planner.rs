@@ -435,3 +435,110 @@ fn suggest_and_check_answer_at_two_to_the_31_ranks() {
     assert_eq!(v["kinds"]["dp"]["max_nodes_per_group"], 1u64 << 27);
     assert_eq!(v["kinds"]["dp"]["cross_node_groups"], 2);
 }
+
+/// Asserts that `big`'s kinds (a `check` or `suggest` JSON object of
+/// kinds) are `small`'s with `k` times the data-parallel replicas: a kind
+/// with `k` times the groups has `k` times the crossing ones, of the same
+/// size and spread; a kind whose groups hold the dp axis has as many groups,
+/// all crossing in both.
+fn scaled(small: &Value, big: &Value, k: u64, context: &str) {
+    let (small, big) = (small.as_object().unwrap(), big.as_object().unwrap());
+    assert_eq!(
+        small.keys().collect::<Vec<_>>(),
+        big.keys().collect::<Vec<_>>(),
+        "{context}"
+    );
+    let n = |v: &Value, key: &str| v[key].as_u64().unwrap();
+    for (kind, s) in small {
+        let b = &big[kind];
+        let context = format!("{context} {kind}: {s} -> {b}");
+        if n(b, "groups") == n(s, "groups") * k {
+            assert_eq!(
+                n(b, "cross_node_groups"),
+                n(s, "cross_node_groups") * k,
+                "{context}"
+            );
+            assert_eq!(b["size"], s["size"], "{context}");
+            assert_eq!(
+                b["max_nodes_per_group"], s["max_nodes_per_group"],
+                "{context}"
+            );
+        } else {
+            assert_eq!(b["groups"], s["groups"], "{context}");
+            assert_eq!(b["cross_node_groups"], s["groups"], "{context}");
+            assert_eq!(s["cross_node_groups"], s["groups"], "{context}");
+        }
+    }
+}
+
+#[test]
+fn check_and_suggest_an_encoder_decoder_layout_of_2147483520_ranks() {
+    // Encoder tp 2 pp 1 + decoder tp 4 pp 2, cp 2: world = (2*1 + 4*2) * 2
+    // * dp, so dp = 107,374,176 at 2,147,483,520 ranks. The joined kinds
+    // (pp, embd, pos-embd, tp-pp) are counted from the strides and the
+    // join, not listed (that took minutes at this size). Against the same
+    // layout with dp = 32: both dp sizes are multiples of 8 and so is the
+    // encoder's size (4 * dp), so every node-boundary pattern repeats whole
+    // and the counts scale by k = 107,374,176 / 32.
+    let layout = "--tp 4 --cp 2 --encoder-tp 2 --encoder-pp 1 --pp 2";
+    let (dp, k) = (107_374_176u64, 3_355_443u64);
+    let big = json(&format!(
+        "check {layout} --world-size 2147483520 --format json"
+    ));
+    let small = json(&format!("check {layout} --world-size 640 --format json"));
+    scaled(&small["kinds"], &big["kinds"], k, "check");
+    assert_eq!(big["kinds"].as_object().unwrap().len(), 16);
+    assert_eq!(big["warnings"], j!([]));
+    // By hand: a joined pipeline is an encoder rank e + 2c + 4d (encoder
+    // ranks 0..4dp) then decoder ranks 4dp + t + 4c + 8d and 8dp more, so
+    // it spans 3 nodes; there are 8 per (c, d) (tp 4, two pp stages).
+    let kind = |name: &str| {
+        let v = &big["kinds"][name];
+        ["groups", "size", "cross_node_groups", "max_nodes_per_group"]
+            .map(|key| v[key].as_u64().unwrap())
+    };
+    assert_eq!(kind("pp"), [8 * dp, 3, 8 * dp, 3]);
+    assert_eq!(kind("embd"), [8 * dp, 2, 8 * dp, 2]);
+    assert_eq!(kind("pos-embd"), [4 * dp, 1, 0, 1]);
+    // tp-pp: the encoder's 2 ranks of (c, d) and the decoder's 8, on 3 nodes.
+    assert_eq!(kind("tp-pp"), [2 * dp, 10, 2 * dp, 3]);
+
+    // suggest: the same orders in the same ranking, each with its kinds
+    // scaled, and the check of the best one.
+    let big = json(&format!(
+        "suggest {layout} --world-size 2147483520 --format json"
+    ));
+    let small = json(&format!("suggest {layout} --world-size 640 --format json"));
+    assert_eq!(big["invalid"], small["invalid"]);
+    let orders = |v: &Value| -> Vec<(String, bool)> {
+        v["orders"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| (o["order"].as_str().unwrap().to_owned(), o["given"] == true))
+            .collect()
+    };
+    assert_eq!(orders(&big), orders(&small));
+    assert_eq!(orders(&big).len(), 6);
+    for (b, s) in big["orders"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(small["orders"].as_array().unwrap())
+    {
+        scaled(&s["kinds"], &b["kinds"], k, b["order"].as_str().unwrap());
+    }
+    let text = stdout(&format!("suggest {layout} --world-size 2147483520"));
+    assert!(text.contains("best: --order tp-cp-dp-pp"), "{text}");
+    let row = |kind: &str| {
+        text.lines()
+            .rev()
+            .find(|l| l.split_whitespace().next() == Some(kind))
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+    };
+    assert_eq!(
+        row("pp"),
+        Some(vec!["pp", "858,993,408", "3", "858,993,408", "3"]),
+        "{text}"
+    );
+}

@@ -13,7 +13,10 @@ impl Layout {
     ///
     /// Computed from the grid's strides (each residue of a group's first
     /// rank modulo the node size once) for the grid kinds and their
-    /// pipeline ends; the joined encoder + decoder kinds are listed.
+    /// pipeline ends, and for the joined encoder + decoder kinds (`pp`,
+    /// `embd`, `pos-embd`, `tp-pp`) from the strides and the join; only the
+    /// strided slices of distributed-optimizer instances that are not boxes
+    /// are listed.
     ///
     /// # Errors
     /// [`Error::KindNotInLayout`](crate::Error::KindNotInLayout).

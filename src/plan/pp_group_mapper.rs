@@ -65,6 +65,7 @@ use crate::group::Group;
 use crate::math::{Blocks, Div};
 use crate::plan::boxes::Boxes;
 use crate::plan::fill::{Parts, Pattern, replicate_groups};
+use crate::plan::spread::Joins;
 use crate::plan::view::RankView;
 use crate::split::Split;
 
@@ -172,9 +173,9 @@ impl Side {
 /// One digit of the pipeline index shared by both grids (a cp or dp axis):
 /// its size and its stride in the encoder and in the decoder grid.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-struct Shared {
-    size: u32,
-    strides: [u32; 2],
+pub(crate) struct Shared {
+    pub size: u32,
+    pub strides: [u32; 2],
 }
 
 /// The encoder + decoder pipelines, joined by coordinates: the `pp` kind of
@@ -410,6 +411,49 @@ impl PpGroupMapper {
             own: s,
             pairs: self.map.encoder_pairs(e),
         })
+    }
+
+    /// The joined pipelines as groups of two parts, for counting where they
+    /// fall on nodes ([`spread`](crate::plan::spread)); with `ends`, their
+    /// `[first encoder stage, last decoder stage]` (`embd`).
+    ///
+    /// Joined pipeline `(w, x)`, for wide index `w` and shared (cp, dp)
+    /// coordinates `x`, joins the encoder pipeline of tp index `e` and the
+    /// decoder pipeline of tp index `t` (`(t, e)` the sides of `w`) at the
+    /// same `x`: their first ranks are those at `x = 0` plus the dot product
+    /// of `x` with each grid's strides. So every joined pipeline is one pair
+    /// of first ranks (one per `w`, `max(tp, encoder_tp)` of them) moved
+    /// along the shared digits.
+    pub fn joins(&self, ends: bool) -> Joins {
+        let wide = self.tp.divisor().max(self.encoder_tp.divisor());
+        let shift = if ends { self.decoder.span() } else { 0 };
+        let pairs = (0..wide)
+            .map(|w| {
+                let (t, e) = self.map.sides(w);
+                [
+                    self.encoder.base(self.compose(0, e, 0, self.encoder_tp)),
+                    self.decoder
+                        .base(self.compose(0, t, 0, self.tp))
+                        .wrapping_add(shift),
+                ]
+            })
+            .collect();
+        let members = if ends {
+            Default::default()
+        } else {
+            [self.encoder.member_steps(), self.decoder.member_steps()]
+        };
+        Joins {
+            pairs,
+            shared: self
+                .low_digits
+                .iter()
+                .chain(&self.high_digits)
+                .copied()
+                .collect(),
+            members,
+            boundary: self.decoder.base(0),
+        }
     }
 
     /// Writes every joined pipeline.

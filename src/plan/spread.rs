@@ -1,10 +1,14 @@
 //! How the groups of a kind fall on nodes and domains.
 
+use std::cmp::Reverse;
 use std::collections::{BTreeMap, HashMap};
 
-use crate::plan::Plan;
+use arrayvec::ArrayVec;
+
 use crate::plan::boxes::Boxes;
-use crate::segment::{Digit, Segment};
+use crate::plan::pp_group_mapper::Shared;
+use crate::plan::{Pair, Plan};
+use crate::segment::{Digit, MAX_DIGITS, Segment};
 use crate::topology::Topology;
 
 /// How the groups of one kind fall on the nodes and domains of a
@@ -200,6 +204,294 @@ fn boxes(b: &Boxes, unit: u32, ends: Option<bool>) -> Count {
     out
 }
 
+/// Groups of two parts, an encoder part wholly below `boundary` (the
+/// decoder's first rank) and a decoder part at or above it: the joined
+/// pipelines, their ends (`embd`) and the concatenated `tp-pp` groups of an
+/// encoder + decoder layout.
+///
+/// Group `(p, x)`, for a pair `p` and coordinates `x` of the shared digits,
+/// has parts whose first ranks are `pairs[p][s] + sum(x_i *
+/// shared[i].strides[s])` (`s` = 0: encoder, 1: decoder) and whose members
+/// are those first ranks plus the boxes of `members[s]`; every `(p, x)` is
+/// one group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Joins {
+    pub pairs: Vec<[u32; 2]>,
+    pub shared: ArrayVec<Shared, MAX_DIGITS>,
+    pub members: [ArrayVec<Digit, MAX_DIGITS>; 2],
+    pub boundary: u32,
+}
+
+/// The units a part spans, by the residue of its first rank, memoised.
+struct PartUnits<'a> {
+    digits: &'a [Digit],
+    unit: u32,
+    memo: HashMap<u32, u32>,
+}
+
+impl PartUnits<'_> {
+    fn get(&mut self, residue: u64) -> u32 {
+        // A residue modulo a u32 unit.
+        let r = residue as u32;
+        let (digits, unit) = (self.digits, self.unit);
+        *self
+            .memo
+            .entry(r)
+            .or_insert_with(|| box_units(r, digits, unit))
+    }
+}
+
+/// The distance from a box's first member to its last.
+fn box_span(digits: &[Digit]) -> u64 {
+    digits
+        .iter()
+        .map(|d| u64::from(d.size.saturating_sub(1)) * u64::from(d.stride))
+        .sum()
+}
+
+impl Joins {
+    /// The concatenation of two box families with as many groups, group
+    /// `i` of the first (the encoder's) followed by group `i` of the second;
+    /// `None` unless both number their groups with digits of the same sizes.
+    fn concat(p: &Pair<Boxes>) -> Option<Joins> {
+        let (a, b) = (&p.first, &p.second);
+        let (ga, gb) = (a.group_steps(), b.group_steps());
+        if ga.len() != gb.len() || ga.iter().zip(&gb).any(|(x, y)| x.size != y.size) {
+            return None;
+        }
+        Some(Joins {
+            pairs: vec![[a.base(0), b.base(0)]],
+            shared: ga
+                .iter()
+                .zip(&gb)
+                .map(|(x, y)| Shared {
+                    size: x.size,
+                    strides: [x.stride, y.stride],
+                })
+                .collect(),
+            members: [a.member_steps(), b.member_steps()],
+            boundary: b.base(0),
+        })
+    }
+
+    /// The number of groups.
+    fn total(&self) -> u64 {
+        self.pairs.len() as u64
+            * self
+                .shared
+                .iter()
+                .map(|d| u64::from(d.size))
+                .product::<u64>()
+    }
+
+    /// Whether every encoder part lies below the boundary and every decoder
+    /// part at or above it (always so in a layout; checked so that the
+    /// counts below can rely on it).
+    fn split_at_boundary(&self) -> bool {
+        let [moved, _] = self
+            .shared
+            .iter()
+            .fold([0, 0], |acc, d| both(acc, reach(d), |a, b| a + b));
+        let top = self.pairs.iter().map(|[e, _]| u64::from(*e)).max();
+        let bottom = self.pairs.iter().map(|[_, d]| *d).min();
+        let [encoder, _] = &self.members;
+        top.is_some_and(|t| t + moved + box_span(encoder) < u64::from(self.boundary))
+            && bottom.is_some_and(|b| b >= self.boundary)
+    }
+
+    /// The most units a group's two parts span counted apart (a unit both
+    /// touch counted twice), and how many groups reach it.
+    ///
+    /// A part's units depend only on its first rank modulo `unit`, and the
+    /// residues of the two first ranks along a shared digit repeat every
+    /// `period` steps (the order of the digit's two strides modulo `unit`):
+    /// each pair of residues is visited once, weighted by the groups that
+    /// have it, as [`boxes`] does for one part.
+    fn most_apart(&self, unit: u32, parts: &mut [PartUnits; 2]) -> (u32, u64) {
+        let u = u64::from(unit);
+        let mut states: HashMap<[u64; 2], u64> = HashMap::new();
+        for p in &self.pairs {
+            *states.entry(p.map(|r| u64::from(r) % u)).or_default() += 1;
+        }
+        for d in &self.shared {
+            let steps = d.strides.map(|s| u64::from(s) % u);
+            let [oe, od] = steps.map(|s| u / gcd(s, u));
+            let period = oe / gcd(oe, od) * od;
+            let n = u64::from(d.size);
+            if period == 1 {
+                for w in states.values_mut() {
+                    *w *= n;
+                }
+                continue;
+            }
+            let mut next: HashMap<[u64; 2], u64> = HashMap::new();
+            for (start, w) in &states {
+                let mut at = *start;
+                for k in 0..n.min(period) {
+                    *next.entry(at).or_default() += w * (n - k).div_ceil(period);
+                    at = both(at, steps, |a, s| (a + s) % u);
+                }
+            }
+            states = next;
+        }
+        let [encoder, decoder] = parts;
+        let mut best = (0u32, 0u64);
+        for ([e, d], w) in states {
+            let n = encoder.get(e).saturating_add(decoder.get(d));
+            if n > best.0 {
+                best = (n, w);
+            } else if n == best.0 {
+                best.1 += w;
+            }
+        }
+        best
+    }
+
+    /// Calls `f` with the first ranks of the two parts of every group whose
+    /// encoder part ends in the unit where its decoder part starts.
+    ///
+    /// Both parts then touch the one unit holding ranks `boundary - 1` and
+    /// `boundary`, so there is none when `boundary` is a multiple of `unit`,
+    /// and otherwise the groups are found by narrowing each shared digit,
+    /// largest stride first, to the values that keep both first ranks in
+    /// reach of that unit: O(digits) per pair and per group found.
+    fn sharing_a_unit(&self, unit: u32, f: &mut dyn FnMut([u64; 2])) {
+        let u = u64::from(unit);
+        let boundary = u64::from(self.boundary);
+        let r = boundary % u;
+        if r == 0 {
+            return;
+        }
+        let lo = boundary - r;
+        let [encoder, _] = &self.members;
+        let span = box_span(encoder);
+        // First ranks allowed: the encoder part's last member in
+        // [lo, boundary), the decoder part's first in [boundary, lo + u).
+        let allowed = [
+            (lo.saturating_sub(span), boundary.saturating_sub(span)),
+            (boundary, lo + u),
+        ];
+        let mut digits: ArrayVec<Shared, MAX_DIGITS> = self.shared.clone();
+        digits.sort_unstable_by_key(|d| Reverse(d.strides[0]));
+        // Each digit with the reach of the digits after it.
+        let mut after = [0, 0];
+        let mut levels: ArrayVec<(Shared, [u64; 2]), MAX_DIGITS> = digits
+            .iter()
+            .rev()
+            .map(|d| {
+                let level = (*d, after);
+                after = both(after, reach(d), |a, b| a + b);
+                level
+            })
+            .collect();
+        levels.reverse();
+        for p in &self.pairs {
+            narrow(&levels, &allowed, p.map(u64::from), f);
+        }
+    }
+}
+
+/// `[f(a0, b0), f(a1, b1)]`: one operation on both parts.
+fn both(a: [u64; 2], b: [u64; 2], f: impl Fn(u64, u64) -> u64) -> [u64; 2] {
+    let ([a0, a1], [b0, b1]) = (a, b);
+    [f(a0, b0), f(a1, b1)]
+}
+
+/// How far a shared digit moves each part's first rank.
+fn reach(d: &Shared) -> [u64; 2] {
+    d.strides
+        .map(|s| u64::from(d.size.saturating_sub(1)) * u64::from(s))
+}
+
+/// The values of the digits of `levels` (each with the reach of the digits
+/// after it) that keep both first ranks in `allowed`, `at` being the first
+/// ranks so far: see [`Joins::sharing_a_unit`].
+fn narrow(
+    levels: &[(Shared, [u64; 2])],
+    allowed: &[(u64, u64); 2],
+    at: [u64; 2],
+    f: &mut dyn FnMut([u64; 2]),
+) {
+    let Some(((d, below), rest)) = levels.split_first() else {
+        if allowed
+            .iter()
+            .zip(at)
+            .all(|(&(lo, hi), a)| lo <= a && a < hi)
+        {
+            f(at);
+        }
+        return;
+    };
+    // x such that at + x*stride + [0, below] meets [lo, hi) on both sides.
+    let (mut first, mut last) = (0u64, u64::from(d.size.saturating_sub(1)));
+    for (((lo, hi), stride), (a, below)) in allowed
+        .iter()
+        .zip(d.strides)
+        .zip(at.into_iter().zip(*below))
+    {
+        let stride = u64::from(stride);
+        let reach = a + below;
+        if *hi <= a {
+            return;
+        }
+        if stride == 0 {
+            if reach < *lo {
+                return;
+            }
+            continue;
+        }
+        last = last.min((hi - 1 - a) / stride);
+        if reach < *lo {
+            first = first.max((lo - reach).div_ceil(stride));
+        }
+    }
+    for x in first..=last {
+        let next = both(at, d.strides.map(u64::from), |a, s| a + x * s);
+        narrow(rest, allowed, next, f);
+    }
+}
+
+/// Two-part groups: a group spans its parts' units, less one when the
+/// encoder part ends in the unit where the decoder part starts; it crosses
+/// unless both parts lie in that one unit. The groups whose parts share a
+/// unit all touch the unit around the boundary, so they are few and found
+/// directly; the others are counted from the residues of their first
+/// ranks. `None` when the parts do not lie on either side of the boundary.
+fn joins(j: &Joins, unit: u32) -> Option<Count> {
+    if !j.split_at_boundary() {
+        return None;
+    }
+    if j.total() == 0 {
+        return Some(Count::default());
+    }
+    let u = u64::from(unit);
+    let mut parts = j.members.each_ref().map(|digits| PartUnits {
+        digits,
+        unit,
+        memo: HashMap::new(),
+    });
+    let (most, reaching) = j.most_apart(unit, &mut parts);
+    let (mut inside, mut sharing_most) = (0u64, 0u64);
+    let [encoder, decoder] = &mut parts;
+    j.sharing_a_unit(unit, &mut |[e, d]| {
+        let n = (encoder.get(e % u), decoder.get(d % u));
+        if n == (1, 1) {
+            inside += 1;
+        }
+        if n.0.saturating_add(n.1) == most {
+            sharing_most += 1;
+        }
+    });
+    Some(Count {
+        crossing: j.total() - inside,
+        most: if reaching > sharing_most {
+            most
+        } else {
+            most - 1
+        },
+    })
+}
+
 /// By listing every group.
 fn listed(plan: &Plan, unit: u32) -> Count {
     let mut out = Count::default();
@@ -218,20 +510,31 @@ fn listed(plan: &Plan, unit: u32) -> Count {
 }
 
 fn count(plan: &Plan, unit: u32) -> Count {
-    match plan {
-        Plan::Boxes(b) => boxes(b, unit, None),
+    let found = match plan {
+        Plan::Boxes(b) => Some(boxes(b, unit, None)),
+        // One rank per group.
+        Plan::Ends(e) if !e.last => Some(Count {
+            crossing: 0,
+            most: u32::from(e.pipelines.count() > 0),
+        }),
         Plan::Ends(e) => match &e.pipelines {
-            Plan::Boxes(b) => boxes(b, unit, Some(e.last)),
-            _ => listed(plan, unit),
+            Plan::Boxes(b) => Some(boxes(b, unit, Some(true))),
+            Plan::Joined(j) => joins(&j.joins(true), unit),
+            _ => None,
         },
-        Plan::Stack(p) => count(&p.first, unit).add(count(&p.second, unit)),
-        other => listed(other, unit),
-    }
+        Plan::Stack(p) => Some(count(&p.first, unit).add(count(&p.second, unit))),
+        Plan::Concat(p) => Joins::concat(p).and_then(|j| joins(&j, unit)),
+        Plan::Joined(j) => joins(&j.joins(false), unit),
+        Plan::Slices(_) | Plan::Mapped(_) => None,
+    };
+    found.unwrap_or_else(|| listed(plan, unit))
 }
 
 /// How the groups of `plan` fall on the nodes (and domains) of
 /// `topology`, from the strides where the plan is boxes (each residue of a
-/// group's first rank modulo the node size once) and by listing otherwise.
+/// group's first rank modulo the node size once) or two-part groups
+/// ([`Joins`]: the encoder + decoder joins), and by listing otherwise
+/// (strided slices, and the groups of a mesh with a rank map).
 pub(crate) fn spread(plan: &Plan, topology: &Topology) -> Spread {
     let to_u32 = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
     let nodes = count(plan, topology.gpus_per_node());
