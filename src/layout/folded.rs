@@ -34,6 +34,16 @@ fn grid_axes(order: &Order, anchor: Axis, shards: u32, dropped: Option<Axis>) ->
         .collect()
 }
 
+/// The axes of the attention grid of `sizes` in `order`, with their sizes:
+/// the order's axes without `ep`, the weight-shard axis where it belongs
+/// (every layout's attention grid, encoder and nested ones included).
+pub(crate) fn attention_axes(order: &Order, sizes: &Sizes) -> Vec<(Axis, u32)> {
+    grid_axes(order, Axis::Tp, sizes.gtp_remat, Some(Axis::Ep))
+        .into_iter()
+        .map(|a| (a, sizes[a]))
+        .collect()
+}
+
 /// The attention grid (tp, gtp_remat, cp, dp, pp; ep = 1) of `sizes` and,
 /// over the same ranks in the same order string, the expert grid: `tp ->
 /// etp`, `ep`, `gtp_remat -> egtp_remat` (after `ep`), `dp -> edp = world /
@@ -61,12 +71,7 @@ pub(crate) fn folded(sizes: Sizes, order: &Order, offset: u32) -> Result<Dense> 
         a => sizes[a],
     };
     order.check_written(dense, |a| a)?;
-    let attention_axes: Vec<(Axis, u32)> =
-        grid_axes(order, Axis::Tp, sizes.gtp_remat, Some(Axis::Ep))
-            .into_iter()
-            .map(|a| (a, sizes[a]))
-            .collect();
-    let attention = Grid::new(&attention_axes, offset)?;
+    let attention = Grid::new(&attention_axes(order, &sizes), offset)?;
     let world = attention.world();
     let per_replica =
         checked_product([etp, ep, pp, egtp_remat]).ok_or_else(|| Error::Overflow {
@@ -156,12 +161,7 @@ pub(crate) fn encoder_view(sizes: Sizes, order: &Order, offset: u32) -> Result<D
         ..sizes
     };
     order.check_written(|a| sizes[a], |a| a)?;
-    let attention: Vec<(Axis, u32)> = order
-        .axes()
-        .into_iter()
-        .filter(|a| *a != Axis::Ep)
-        .map(|a| (a, sizes[a]))
-        .collect();
+    let attention = attention_axes(order, &sizes);
     let expert: Vec<(Axis, u32)> = order
         .axes()
         .into_iter()

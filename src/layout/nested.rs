@@ -6,6 +6,7 @@ use crate::config::ExpertLayout;
 use crate::coord::Part;
 use crate::error::{Error, Result};
 use crate::grid::Grid;
+use crate::layout::folded::attention_axes;
 use crate::layout::shape::Dense;
 use crate::layout::sizes::Sizes;
 use crate::order::Order;
@@ -42,12 +43,7 @@ pub(crate) fn nested(sizes: Sizes, order: &Order, offset: u32, part: Part) -> Re
         edp: sizes.dp / sizes.ep,
         ..sizes
     };
-    let attention: Vec<(Axis, u32)> = order
-        .axes()
-        .into_iter()
-        .filter(|a| *a != Axis::Ep)
-        .map(|a| (a, sizes[a]))
-        .collect();
+    let attention = attention_axes(order, &sizes);
     let expert: Vec<(Axis, u32)> = order
         .axes()
         .into_iter()
