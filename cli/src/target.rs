@@ -15,6 +15,8 @@ use crate::error::{Failure, build_layout};
 use crate::format::experts;
 
 /// A layout or a mesh.
+// One per command, never in a collection: its size does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum Target {
     /// A Megatron layout.
