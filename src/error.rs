@@ -360,6 +360,66 @@ pub enum Error {
         expected: &'static str,
     },
 
+    /// A Megatron-LM argument that changes its process groups in a way
+    /// rank-layout does not model
+    /// ([`megatron::Handling::Refused`](crate::megatron::Handling::Refused)):
+    /// refused rather than ignored, since the groups printed would not be
+    /// Megatron-LM's.
+    #[error(
+        "{flag} changes Megatron-LM's process groups in a way rank-layout does not model: {why}"
+    )]
+    UnmodelledArgument {
+        /// The flag (`--hybrid-context-parallel`).
+        flag: &'static str,
+        /// What it does to the groups.
+        why: &'static str,
+    },
+
+    /// A weight-shard count (`tensor_parallel_num_weight_shards`, or the
+    /// expert one) below the tensor-parallel size it is divided by
+    /// (Megatron-Core's `resolve_tensor_parallel_weight_shards` refuses it
+    /// with the same words).
+    #[error("{name} ({shards}) must be >= {tp_name} ({tp})")]
+    WeightShardsBelowTp {
+        /// `tensor_parallel_num_weight_shards` or `expert_tensor_parallel_num_weight_shards`.
+        name: &'static str,
+        /// The shard count given.
+        shards: u32,
+        /// `tensor_model_parallel_size` or `expert_tensor_parallel_size`.
+        tp_name: &'static str,
+        /// That size.
+        tp: u32,
+    },
+
+    /// A weight-shard count that the tensor-parallel size does not divide.
+    #[error("{name} ({shards}) must be divisible by {tp_name} ({tp})")]
+    WeightShardsNotDivisible {
+        /// `tensor_parallel_num_weight_shards` or `expert_tensor_parallel_num_weight_shards`.
+        name: &'static str,
+        /// The shard count given.
+        shards: u32,
+        /// `tensor_model_parallel_size` or `expert_tensor_parallel_size`.
+        tp_name: &'static str,
+        /// That size.
+        tp: u32,
+    },
+
+    /// torchrun's process count (`--nproc-per-node` times `--nnodes`) and
+    /// the world size given disagree.
+    #[error(
+        "world_size ({world_size}) disagrees with torchrun's --nproc-per-node {nproc_per_node} --nnodes {nnodes} ({ranks} ranks)"
+    )]
+    LaunchMismatch {
+        /// The world size given.
+        world_size: u32,
+        /// torchrun's processes per node.
+        nproc_per_node: u32,
+        /// torchrun's nodes.
+        nnodes: u32,
+        /// Their product.
+        ranks: u64,
+    },
+
     /// Memory for members to collect could not be allocated (a group or
     /// a table far larger than the machine holds).
     #[error(

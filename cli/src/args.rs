@@ -221,6 +221,26 @@ pub struct SetupArgs {
         allow_negative_numbers = true
     )]
     pub dist_opt_instances: Option<u32>,
+    /// Weight shards per tensor-parallel rank (Megatron-Core 0.19's GTP
+    /// axis after tp; default 1): Megatron-LM's
+    /// --tensor-parallel-num-weight-shards is tp * gtp_remat.
+    #[arg(
+        long,
+        value_name = "N",
+        value_parser = whole_u32,
+        allow_negative_numbers = true
+    )]
+    pub gtp_remat: Option<u32>,
+    /// Expert weight shards per expert-tensor-parallel rank (folded; after
+    /// ep; default 1): --expert-tensor-parallel-num-weight-shards is etp *
+    /// expert_gtp_remat.
+    #[arg(
+        long,
+        value_name = "N",
+        value_parser = whole_u32,
+        allow_negative_numbers = true
+    )]
+    pub expert_gtp_remat: Option<u32>,
     /// GPUs per node: ranks [n*N, (n+1)*N) are node n (default 8).
     #[arg(long, value_name = "N", help_heading = "Machine", value_parser = whole_u32, allow_negative_numbers = true)]
     pub gpus_per_node: Option<u32>,
@@ -259,8 +279,11 @@ pub struct SetupArgs {
     #[arg(long, value_name = "FILE", help_heading = "Modules")]
     #[serde(skip)]
     pub modules: Option<PathBuf>,
-    /// A whole Megatron-LM command line (quoted): its parallelism
-    /// arguments are used (listed on stderr), the others ignored; the
+    /// A whole Megatron-LM command line or launch script (quoted), read as
+    /// bash reads its words, unexpanded: its parallelism arguments are used
+    /// (listed on stderr), torchrun's --nproc-per-node times --nnodes is
+    /// the world size, arguments that change the groups in a way
+    /// rank-layout does not model are errors, the others are ignored; the
     /// flags override it.
     #[arg(long, value_name = "COMMAND LINE", allow_hyphen_values = true)]
     #[serde(skip)]

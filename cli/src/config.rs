@@ -12,13 +12,20 @@
 //! over the one before: the file, `--megatron-args` with the Megatron-LM
 //! flags, our flags. Within one layer (the file, or the flags), a key and
 //! a Megatron-LM name that give different layouts are an error naming both.
-//! A mesh given by the flags replaces the file's mesh with its views and
-//! flattens. Every key remembers where it came from, for the messages.
+//! A weight-shard count (`tensor_parallel_num_weight_shards`) and
+//! `gtp_remat` are two names of one key: the later layer's wins, and the
+//! count is divided by the tp the merged keys end with (etp for the
+//! expert count), as Megatron-Core divides it by the tp it is given with.
+//! torchrun's world size (`--nproc-per-node` times `--nnodes` in a pasted
+//! line) is what the launch starts: a world size that differs, from any
+//! layer, is an error naming both. A mesh given by the flags replaces the
+//! file's mesh with its views and flattens. Every key remembers where it
+//! came from, for the messages.
 
 use std::collections::HashMap;
 use std::path::Path;
 
-use rank_layout::megatron::{MegatronArg, MegatronArgs, MegatronValue};
+use rank_layout::megatron::{MegatronArg, MegatronArgs, MegatronValue, Source};
 use rank_layout::{Config, Layout, Topology};
 use serde::Deserialize;
 use serde::de::{Error as _, MapAccess, Visitor};
@@ -128,10 +135,15 @@ struct Keys {
 }
 
 impl Keys {
-    /// Sets `key` (`None`: back to its default), from `origin`.
+    /// Sets `key` (`None`: back to its default), from `origin`; a key with
+    /// two names ([`megatron::partner`]) loses its other name.
     fn set(&mut self, key: &str, value: Option<Value>, origin: Origin) {
         match value {
             Some(v) => {
+                if let Some(other) = megatron::partner(key) {
+                    self.values.remove(other);
+                    self.origins.remove(other);
+                }
                 self.values.insert(key.to_owned(), v);
                 self.origins.insert(key.to_owned(), origin);
             }
@@ -147,6 +159,72 @@ impl Keys {
         self.origins
             .get(key)
             .map_or_else(|| key.to_owned(), Origin::to_string)
+    }
+
+    /// `tp = 4 (--tp 4)`, `tp = 1 (the default)`: a size and where it came
+    /// from.
+    fn size_label(&self, key: &str, size: u64) -> String {
+        match self.origins.get(key) {
+            Some(origin) => format!("{key} = {size} ({origin})"),
+            None if self.values.contains_key(key) => format!("{key} = {size}"),
+            None => format!("{key} = {size} (the default)"),
+        }
+    }
+
+    /// The weight-shard counts ([`megatron::SHARD_KEYS`]) turned into the
+    /// keys they decide, by Megatron-Core's rule: `gtp_remat = S / tp` and
+    /// `expert_gtp_remat = S / etp` (etp defaulting to tp), with the tp
+    /// (etp) of these keys.
+    ///
+    /// # Errors
+    /// A count below the tp, or that the tp does not divide, naming both
+    /// and where they came from.
+    fn resolve_shards(&mut self) -> Result<(), String> {
+        for (shards_key, key) in megatron::SHARD_KEYS {
+            let Some(value) = self.values.get(shards_key) else {
+                continue;
+            };
+            let Some(shards) = value.as_u64() else {
+                return Err(format!(
+                    "{} is not a number of weight shards",
+                    self.origin(shards_key)
+                ));
+            };
+            let size = |k: &str| self.values.get(k).and_then(Value::as_u64);
+            let (tp_key, tp) = match (key, size("etp")) {
+                ("expert_gtp_remat", Some(etp)) => ("etp", etp),
+                _ => ("tp", size("tp").unwrap_or(1)),
+            };
+            let tp_label = if key == "expert_gtp_remat" && tp_key == "tp" {
+                format!("etp = tp, {}", self.size_label("tp", tp))
+            } else {
+                self.size_label(tp_key, tp)
+            };
+            // tp 0 is the layout's error (a size of 0).
+            let per_rank = match tp {
+                0 => shards,
+                tp if shards < tp => {
+                    return Err(format!(
+                        "{} must be >= {tp_label}: the weight-shard count is {tp_key} * {key}",
+                        self.origin(shards_key)
+                    ));
+                }
+                tp if shards % tp != 0 => {
+                    return Err(format!(
+                        "{} must be divisible by {tp_label}: the weight-shard count is {tp_key} * {key}",
+                        self.origin(shards_key)
+                    ));
+                }
+                tp => shards / tp,
+            };
+            let origin = self
+                .origins
+                .get(shards_key)
+                .cloned()
+                .unwrap_or_else(|| Origin::Flags(shards_key.to_owned()));
+            self.set(key, Some(Value::from(per_rank)), origin);
+        }
+        Ok(())
     }
 }
 
@@ -222,6 +300,12 @@ impl SetupArgs {
             let pasted = MegatronArgs::parse_command_line(text)
                 .map_err(|e| Failure::Message(format!("--megatron-args: {e}")))?;
             notes.push(used_note(&pasted, &explicit, &short));
+            if !pasted.unexpanded().is_empty() {
+                notes.push(format!(
+                    "megatron-args: not expanded: {} (the arguments they hold were not read: paste their definitions too, or the command as it ran)",
+                    pasted.unexpanded().join(", ")
+                ));
+            }
             for (a, v) in pasted.given() {
                 args.set(a.name, v.clone())?;
                 pasted_names.push(a.name);
@@ -239,6 +323,7 @@ impl SetupArgs {
             }
         };
         apply(&mut keys, &args, &label).map_err(Failure::Message)?;
+        let launch = megatron::launch_world(&args)?;
         // A mesh given by the flags replaces the file's, views and
         // flattens included (they belong to the mesh they were written for).
         if short.values.contains_key("mesh") || short.values.contains_key("device_mesh") {
@@ -254,6 +339,23 @@ impl SetupArgs {
             keys.set(&key, Some(value), origin);
         }
 
+        if let Some(world) = launch {
+            let merged = keys.values.get("world_size").and_then(Value::as_u64);
+            if merged != Some(u64::from(world)) {
+                // torchrun's flags come from a pasted line only.
+                let torchrun = args
+                    .given()
+                    .filter(|(a, _)| a.source == Source::Torchrun)
+                    .map(|(a, v)| megatron::as_flag(a, v))
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                return Err(Failure::Message(format!(
+                    "{} and torchrun's {torchrun} (in --megatron-args, {world} ranks) differ: give one of them",
+                    keys.origin("world_size")
+                )));
+            }
+        }
+        keys.resolve_shards().map_err(Failure::Message)?;
         let (config, machine, mesh) = read(keys.values.clone()).map_err(Failure::Message)?;
         let topology = Topology::new(
             machine.gpus_per_node.unwrap_or(DEFAULT_GPUS_PER_NODE),
@@ -380,6 +482,7 @@ fn deciders(
     key: &str,
     label: &dyn Fn(&MegatronArg, &MegatronValue) -> String,
 ) -> String {
+    let key = megatron::canonical(key);
     args.given()
         .filter(|(a, _)| a.decides().contains(&key))
         .map(|(a, v)| label(a, v))
@@ -402,10 +505,13 @@ fn conflicts(
         theirs.set(key, value.clone(), Origin::Flags(String::new()));
     }
     for (key, value) in &decided {
-        let Some(ours) = short.values.get(*key) else {
+        // A weight-shard count is compared with gtp_remat by the layouts.
+        let same_name = megatron::canonical(key) == *key;
+        let key = megatron::canonical(key);
+        let Some(ours) = short.values.get(key) else {
             continue;
         };
-        if value.as_ref() == Some(ours) {
+        if same_name && value.as_ref() == Some(ours) {
             continue;
         }
         let mut mine = theirs.clone();
@@ -674,8 +780,15 @@ fn toml_error(text: &str, e: &toml::de::Error) -> String {
     e.to_string()
 }
 
-/// The merged keys read as a [`Config`], a [`Machine`] and [`MeshKeys`].
+/// The merged keys read as a [`Config`], a [`Machine`] and [`MeshKeys`],
+/// the weight-shard counts divided by their tp first.
 fn read(keys: Map<String, Value>) -> Result<(Config, Machine, MeshKeys), String> {
+    let mut plain = Keys {
+        values: keys,
+        origins: HashMap::new(),
+    };
+    plain.resolve_shards()?;
+    let keys = plain.values;
     // The mesh keys' types, checked here to name the key (serde does not).
     for key in ["mesh", "device_mesh"] {
         match keys.get(key) {

@@ -5,14 +5,19 @@
 //! configuration file.
 //!
 //! Every name comes from the library's one table,
-//! [`MEGATRON_ARGS`]: the flags are made from it, and the
+//! [`MEGATRON_ARGS`]: the flags are made from its modelled rows, its
+//! refused rows are errors naming them (in files and pasted lines), and the
 //! arguments given are turned into configuration keys by
 //! [`MegatronArgs::config`] (Megatron-Core's defaults: `etp` = `tp`,
 //! encoder tp 0 = `tp`, encoder pp 0 = no encoder, the tp-pp-dp mapping as
-//! an order). The CLI keeps no list of names of its own.
+//! an order). The weight-shard counts stay under their Megatron-LM names
+//! until every layer is merged ([`SHARD_KEYS`]): they are divided by the
+//! tp (etp) the layout ends with. The CLI keeps no list of names of its own.
 
 use clap::{Arg, ArgAction, ArgMatches, Args, FromArgMatches};
-use rank_layout::megatron::{ArgType, MEGATRON_ARGS, MegatronArg, MegatronArgs, MegatronValue};
+use rank_layout::megatron::{
+    ArgType, Handling, MEGATRON_ARGS, MegatronArg, MegatronArgs, MegatronValue, Source,
+};
 use serde_json::{Map, Value};
 
 use crate::error::Failure;
@@ -20,12 +25,52 @@ use crate::error::Failure;
 /// The heading of the Megatron-LM flags in `--help`.
 const HEADING: &str = "Megatron-LM arguments (Megatron-Core's defaults)";
 
-/// The table's arguments that get a flag of their own: all but those whose
-/// flag is already one of ours with the same meaning (`--world-size`).
-fn flagged() -> impl Iterator<Item = &'static MegatronArg> {
+/// The Megatron-LM weight-shard counts, each with the key it decides:
+/// kept under the Megatron-LM name (as a key of its own) until the layers
+/// are merged, then divided by the tp (etp) they end with.
+pub const SHARD_KEYS: [(&str, &str); 2] = [
+    ("tensor_parallel_num_weight_shards", "gtp_remat"),
+    (
+        "expert_tensor_parallel_num_weight_shards",
+        "expert_gtp_remat",
+    ),
+];
+
+/// The key a (pseudo) key decides: `gtp_remat` for
+/// `tensor_parallel_num_weight_shards`, the key itself otherwise.
+pub fn canonical(key: &str) -> &str {
+    SHARD_KEYS
+        .iter()
+        .find(|(shards, _)| *shards == key)
+        .map_or(key, |(_, k)| k)
+}
+
+/// The other name of a key given under two (`gtp_remat` and
+/// `tensor_parallel_num_weight_shards`).
+pub fn partner(key: &str) -> Option<&'static str> {
+    SHARD_KEYS.iter().find_map(|(shards, k)| {
+        if *shards == key {
+            Some(*k)
+        } else if *k == key {
+            Some(*shards)
+        } else {
+            None
+        }
+    })
+}
+
+/// The table's Megatron-LM arguments that are read (not torchrun's).
+fn modelled() -> impl Iterator<Item = &'static MegatronArg> {
     MEGATRON_ARGS
         .iter()
-        .filter(|a| a.flag.trim_start_matches('-').replace('-', "_") != a.key)
+        .filter(|a| a.handling == Handling::Modelled && a.source != Source::Torchrun)
+}
+
+/// The table's arguments that get a flag of their own: the modelled ones
+/// but those whose flag is already one of ours with the same meaning
+/// (`--world-size`).
+fn flagged() -> impl Iterator<Item = &'static MegatronArg> {
+    modelled().filter(|a| a.flag.trim_start_matches('-').replace('-', "_") != a.key)
 }
 
 /// The Megatron-LM arguments given as flags, in command-line order.
@@ -114,17 +159,18 @@ impl FromArgMatches for MegatronFlags {
 }
 
 /// Whether `key` of a file is a Megatron-LM argument's name (other than
-/// one that is also our key, `world_size`).
+/// one that is also our key, `world_size`): a modelled one, or a refused
+/// one (an error naming it unless its value is `false`).
 pub fn is_megatron_key(key: &str) -> bool {
-    MEGATRON_ARGS
-        .iter()
-        .any(|a| a.name == key && a.name != a.key)
+    modelled().any(|a| a.name == key && a.name != a.key)
+        || MEGATRON_ARGS
+            .iter()
+            .any(|a| a.name == key && a.handling == Handling::Refused)
 }
 
 /// The Megatron-LM names a file may use as keys, for messages.
 pub fn megatron_keys() -> Vec<&'static str> {
-    MEGATRON_ARGS
-        .iter()
+    modelled()
         .filter(|a| a.name != a.key)
         .map(|a| a.name)
         .collect()
@@ -154,7 +200,9 @@ pub fn value_of(value: &Value) -> MegatronValue {
 /// The configuration keys the arguments decide, each with its value under
 /// Megatron-Core's defaults (`None`: the key left out, its default, such as
 /// `etp` equal to `tp` or no encoder). The two encoder arguments decide
-/// both encoder keys together.
+/// both encoder keys together. A weight-shard count is given under its
+/// Megatron-LM name ([`SHARD_KEYS`]), to be divided by the tp the merged
+/// keys end with.
 ///
 /// # Errors
 /// [`Failure::Input`] from the library's [`MegatronArgs::config`].
@@ -164,11 +212,33 @@ pub fn keys(args: &MegatronArgs) -> Result<Vec<(&'static str, Option<Value>)>, F
         Ok(Value::Object(map)) => map,
         _ => Map::new(),
     };
+    let shards = |key: &str| {
+        let (name, _) = SHARD_KEYS.iter().find(|(_, k)| *k == key)?;
+        args.given().find_map(|(a, v)| match v {
+            MegatronValue::Int(n) if a.name == *name => Some((*name, Value::from(*n))),
+            _ => None,
+        })
+    };
     Ok(args
         .keys()
         .into_iter()
-        .map(|key| (key, all.get(key).cloned()))
+        .map(|key| match shards(key) {
+            Some((name, value)) => (name, Some(value)),
+            None => (key, all.get(key).cloned()),
+        })
         .collect())
+}
+
+/// The world size torchrun's flags give, when the arguments have any.
+///
+/// # Errors
+/// [`Failure::Input`] from the library's [`MegatronArgs::config`].
+pub fn launch_world(args: &MegatronArgs) -> Result<Option<u32>, Failure> {
+    if args.given().any(|(a, _)| a.source == Source::Torchrun) {
+        Ok(args.config()?.world_size)
+    } else {
+        Ok(None)
+    }
 }
 
 /// `--tensor-model-parallel-size 8`, `--use-tp-pp-dp-mapping`,

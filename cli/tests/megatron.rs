@@ -53,6 +53,15 @@ fn argument_sets() -> Vec<Vec<Arg>> {
             ("num_distributed_optimizer_instances", Int(2)),
             ("world_size", Int(32)),
         ],
+        // Weight shards: gtp_remat = 4 / tp 2, expert_gtp_remat = 2 / etp 1.
+        vec![
+            ("tensor_model_parallel_size", Int(2)),
+            ("tensor_parallel_num_weight_shards", Int(4)),
+            ("expert_tensor_parallel_size", Int(1)),
+            ("expert_tensor_parallel_num_weight_shards", Int(2)),
+            ("expert_model_parallel_size", Int(2)),
+            ("world_size", Int(32)),
+        ],
     ]
 }
 
@@ -130,8 +139,17 @@ fn flags_pasted_lines_files_and_the_library_agree() {
         command.extend(flags.iter().map(String::as_str));
         let from_flags = stdout_args(&command);
 
+        // torchrun's world size agrees with the arguments' world_size.
+        let world = args
+            .iter()
+            .find_map(|(name, v)| match v {
+                MegatronValue::Int(n) if *name == "world_size" => Some(*n),
+                _ => None,
+            })
+            .unwrap();
         let line = format!(
-            "torchrun --nproc-per-node 8 pretrain_gpt.py --lr 3e-4 \\\n  {} --seq-length 4096",
+            "torchrun --nproc-per-node 8 --nnodes {} pretrain_gpt.py --lr 3e-4 \\\n  {} --seq-length 4096 # --pipeline-model-parallel-size 4",
+            world / 8,
             flags.join(" ")
         );
         let from_line = stdout_args(&["groups", "--format", "json", "--megatron-args", &line]);
@@ -457,4 +475,375 @@ fn bad_megatron_arguments_name_the_value() {
         "tensor_model_parallel_size",
     );
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn weight_shards_every_way_in() {
+    let same = |a: &str, b: &str| {
+        let x = stdout(&format!("groups --format json {a}"));
+        let y = stdout(&format!("groups --format json {b}"));
+        assert_eq!(x, y, "{a} | {b}");
+    };
+    same(
+        "--tp 2 --gtp-remat 2 --world-size 16",
+        "--tensor-model-parallel-size 2 --tensor-parallel-num-weight-shards 4 --world-size 16",
+    );
+    same(
+        "--tp 2 --etp 1 --ep 2 --expert-gtp-remat 4 --world-size 16",
+        "--tp 2 --etp 1 --ep 2 --expert-tensor-parallel-num-weight-shards 4 --world-size 16",
+    );
+    // The expert count is divided by etp, which defaults to tp.
+    same(
+        "--tp 2 --ep 2 --expert-gtp-remat 2 --world-size 16",
+        "--tp 2 --ep 2 --expert-tensor-parallel-num-weight-shards 4 --world-size 16",
+    );
+    // A count equal to tp: no weight-shard axis.
+    same(
+        "--tp 4 --world-size 16",
+        "--tp 4 --tensor-parallel-num-weight-shards 4 --world-size 16",
+    );
+    let v = json("groups --format json --kind tp --tp 2 --gtp-remat 2 --world-size 16");
+    assert_eq!(
+        (v["config"]["gtp_remat"].clone(), v["config"]["dp"].clone()),
+        (j!(2), j!(4))
+    );
+
+    // The count is divided by the tp the layout ends with, whichever way
+    // each was given.
+    let gtp = |args: &[&str]| {
+        let mut command = vec!["groups", "--format", "json", "--kind", "tp"];
+        command.extend(args);
+        let v: Value = serde_json::from_str(&stdout_args(&command)).unwrap();
+        (v["config"]["tp"].clone(), v["config"]["gtp_remat"].clone())
+    };
+    assert_eq!(
+        gtp(&[
+            "--tp",
+            "2",
+            "--tensor-parallel-num-weight-shards",
+            "8",
+            "--world-size",
+            "16"
+        ]),
+        (j!(2), j!(4))
+    );
+    assert_eq!(
+        gtp(&[
+            "--megatron-args",
+            "--tensor-model-parallel-size 2 --tensor-parallel-num-weight-shards 8",
+            "--tp",
+            "4",
+            "--world-size",
+            "16"
+        ]),
+        (j!(4), j!(2))
+    );
+    let dir = temp_dir("megatron-shards");
+    let path = dir.join("shards.toml");
+    std::fs::write(
+        &path,
+        "tp = 2\ntensor_parallel_num_weight_shards = 8\nworld_size = 16\n",
+    )
+    .unwrap();
+    let file = path.display().to_string();
+    assert_eq!(gtp(&["--config", &file]), (j!(2), j!(4)));
+    assert_eq!(gtp(&["--config", &file, "--tp", "8"]), (j!(8), Value::Null));
+    // Our key in a later layer replaces the count, and the note says so.
+    let out = run_args(&[
+        "groups",
+        "--kind",
+        "tp",
+        "--megatron-args",
+        "--tensor-model-parallel-size 2 --tensor-parallel-num-weight-shards 8",
+        "--gtp-remat",
+        "2",
+        "--world-size",
+        "16",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--tensor-parallel-num-weight-shards 8 (overridden by --gtp-remat 2)"),
+        "{stderr}"
+    );
+
+    // Megatron-Core's refusals, naming both values and where they came from.
+    let err = fails_with(
+        "groups --tp 3 --tensor-parallel-num-weight-shards 8",
+        "must be divisible by tp = 3 (--tp 3)",
+    );
+    assert!(
+        err.contains("--tensor-parallel-num-weight-shards 8"),
+        "{err}"
+    );
+    fails_with(
+        "groups --tp 8 --tensor-parallel-num-weight-shards 4",
+        "--tensor-parallel-num-weight-shards 4 must be >= tp = 8 (--tp 8)",
+    );
+    fails_with(
+        "groups --tp 2 --etp 4 --expert-tensor-parallel-num-weight-shards 2",
+        "must be >= etp = 4 (--etp 4)",
+    );
+    fails_with(
+        &format!("groups --config {file} --tp 16"),
+        "tensor_parallel_num_weight_shards = 8 (in",
+    );
+    fails_with_args(
+        &[
+            "groups",
+            "--megatron-args",
+            "--tensor-model-parallel-size 4 --tensor-parallel-num-weight-shards 6",
+        ],
+        "tensor_parallel_num_weight_shards (6) must be divisible by tensor_model_parallel_size (4)",
+    );
+
+    // Two names of one key in one layer must agree.
+    let err = fails_with(
+        "groups --tp 2 --gtp-remat 2 --tensor-parallel-num-weight-shards 8",
+        "differ",
+    );
+    assert!(
+        err.contains("--gtp-remat 2") && err.contains("--tensor-parallel-num-weight-shards 8"),
+        "{err}"
+    );
+    assert_eq!(
+        json(
+            "groups --format json --kind tp --tp 2 --gtp-remat 4 --tensor-parallel-num-weight-shards 8 --world-size 16"
+        )["config"]["gtp_remat"],
+        4
+    );
+    std::fs::write(
+        &path,
+        "tp = 2\ngtp_remat = 2\ntensor_parallel_num_weight_shards = 8\n",
+    )
+    .unwrap();
+    let err = fails_with(&format!("groups --config {file}"), "differ");
+    assert!(
+        err.contains("gtp_remat = 2") && err.contains("tensor_parallel_num_weight_shards = 8"),
+        "{err}"
+    );
+    std::fs::write(&path, "expert_gtp_remat = 2\nep = 2\nworld_size = 8\n").unwrap();
+    assert_eq!(
+        json(&format!("groups --config {file} --format json --kind tp"))["config"]["expert_gtp_remat"],
+        2
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Megatron-LM d98e8a64dd's `examples/llama/train_llama3_8b_h100_fp8.sh`,
+/// its parallelism lines with the values bash gives them.
+const LLAMA3_LINES: &str = "torchrun --nproc_per_node 8 --nnodes 1 pretrain_gpt.py
+MODEL_PARALLEL_ARGS=(
+    --tensor-model-parallel-size 2
+    --context-parallel-size 1
+    # --pipeline-model-parallel-size 4 # Not explicitly set in llama script options, assume 1 if not multi-node PP
+    --sequence-parallel  # Always enable sequence parallelism with TP_SIZE=2
+)";
+
+#[test]
+fn pasted_scripts_are_read_as_bash_reads_them() {
+    let out = run_args(&[
+        "groups",
+        "--format",
+        "json",
+        "--kind",
+        "tp",
+        "--megatron-args",
+        LLAMA3_LINES,
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (
+            v["config"]["tp"].clone(),
+            v["config"]["pp"].clone(),
+            v["world_size"].clone()
+        ),
+        (j!(2), j!(1), j!(8))
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        "megatron-args: used --nproc-per-node 8, --nnodes 1, --tensor-model-parallel-size 2, --context-parallel-size 1"
+    );
+    // Variables used as arguments and defined nowhere are listed.
+    let out = run_args(&[
+        "groups",
+        "--kind",
+        "tp",
+        "--megatron-args",
+        "torchrun $DISTRIBUTED_ARGS pretrain_gpt.py ${GPT_ARGS[@]} --num-layers $NUM_LAYERS \
+         --tensor-model-parallel-size 2 $MODEL_ARGS\nMODEL_ARGS=\"--pipeline-model-parallel-size 2\"",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "megatron-args: not expanded: $DISTRIBUTED_ARGS, ${GPT_ARGS[@]} (the arguments"
+        ),
+        "{stderr}"
+    );
+    // An unexpanded value of a layout argument names it and the text.
+    let err = fails_with_args(
+        &[
+            "groups",
+            "--megatron-args",
+            "MODEL_ARGS=(\n  --pipeline-model-parallel-size ${PP}\n)",
+        ],
+        "--pipeline-model-parallel-size = ${PP} is not an integer",
+    );
+    assert!(err.contains("not expanded"), "{err}");
+}
+
+#[test]
+fn torchrun_gives_the_world_size() {
+    let v: Value = serde_json::from_str(&stdout_args(&[
+        "groups",
+        "--format",
+        "json",
+        "--kind",
+        "tp",
+        "--megatron-args",
+        "torchrun --nproc-per-node=4 --nnodes=2 train.py --tensor-model-parallel-size 2",
+    ]))
+    .unwrap();
+    assert_eq!(
+        (v["world_size"].clone(), v["config"]["dp"].clone()),
+        (j!(8), j!(4))
+    );
+    // The same world size from a flag is fine; another one is an error
+    // naming both, whichever layer gives it.
+    let line = "torchrun --nproc_per_node 8 --nnodes 2 train.py";
+    stdout_args(&[
+        "groups",
+        "--kind",
+        "tp",
+        "--world-size",
+        "16",
+        "--megatron-args",
+        line,
+    ]);
+    let err = fails_with_args(
+        &["groups", "--world-size", "8", "--megatron-args", line],
+        "differ",
+    );
+    assert!(
+        err.contains("--world-size 8")
+            && err.contains(
+                "torchrun's --nproc-per-node 8 --nnodes 2 (in --megatron-args, 16 ranks)"
+            ),
+        "{err}"
+    );
+    fails_with_args(
+        &[
+            "groups",
+            "--megatron-args",
+            "torchrun --nproc-per-node 8 --nnodes 2 x.py --world-size 8",
+        ],
+        "world_size (8) disagrees with torchrun's --nproc-per-node 8 --nnodes 2 (16 ranks)",
+    );
+    fails_with_args(
+        &[
+            "groups",
+            "--megatron-args",
+            "torchrun --nnodes 1:4 --nproc-per-node 8 x.py",
+        ],
+        "--nnodes = 1:4 is not a number of nodes",
+    );
+    fails_with_args(
+        &[
+            "groups",
+            "--megatron-args",
+            "torchrun --nproc-per-node gpu x.py",
+        ],
+        "--nproc-per-node = gpu is not a number of processes",
+    );
+}
+
+#[test]
+fn refused_arguments_are_errors_naming_them() {
+    fails_with_args(
+        &[
+            "groups",
+            "--megatron-args",
+            "pretrain_gpt.py --tensor-model-parallel-size 2 --hybrid-context-parallel",
+        ],
+        "--megatron-args: --hybrid-context-parallel changes Megatron-LM's process groups in a way rank-layout does not model",
+    );
+    fails_with_args(
+        &[
+            "groups",
+            "--megatron-args",
+            "--rl-inference-tensor-model-parallel-size 4",
+        ],
+        "build_inference_pg_collection",
+    );
+    // Not flags of ours.
+    fails_with(
+        "groups --hybrid-context-parallel",
+        "--hybrid-context-parallel",
+    );
+    // Arguments that leave the groups alone are ignored.
+    let v = json(
+        "groups --format json --kind tp --world-size 8 --tp 2 --pipeline-model-parallel-size 2 \
+         --megatron-args --use-sharp",
+    );
+    assert_eq!(v["config"]["pp"], 2);
+    let out = run_args(&[
+        "groups",
+        "--kind",
+        "tp",
+        "--megatron-args",
+        "--pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 4 \
+         --virtual-pipeline-model-parallel-size 2 --sharp-enabled-group dp_replica",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    // In a file: an error naming the key, unless the switch is off.
+    let dir = temp_dir("megatron-refused");
+    let path = dir.join("hybrid.toml");
+    std::fs::write(
+        &path,
+        "tensor_model_parallel_size = 2\nhybrid_context_parallel = true\n",
+    )
+    .unwrap();
+    let err = fails_with(
+        &format!("groups --config {}", path.display()),
+        "--hybrid-context-parallel changes",
+    );
+    assert!(err.contains(&path.display().to_string()), "{err}");
+    std::fs::write(
+        &path,
+        "tensor_model_parallel_size = 2\nhybrid_context_parallel = false\n",
+    )
+    .unwrap();
+    assert_eq!(
+        json(&format!(
+            "groups --config {} --format json --kind tp",
+            path.display()
+        ))["config"]["tp"],
+        2
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn help_lists_the_modelled_arguments_only() {
+    let help = stdout("groups --help");
+    for flag in [
+        "--gtp-remat",
+        "--expert-gtp-remat",
+        "--tensor-parallel-num-weight-shards",
+        "--expert-tensor-parallel-num-weight-shards",
+        "--tensor-model-parallel-size",
+    ] {
+        assert!(help.contains(flag), "{flag}");
+    }
+    // No flag of ours (torchrun's are named in --megatron-args' help).
+    for flag in [
+        "--hybrid-context-parallel",
+        "--nproc-per-node <",
+        "--nnodes <",
+        "--use-sharp",
+    ] {
+        assert!(!help.contains(flag), "{flag}");
+    }
 }

@@ -3,7 +3,10 @@
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyList, PyMapping, PyString};
-use rank_layout::megatron::{ArgType, MEGATRON_ARGS, MegatronArgs, MegatronValue, RankGenerator};
+use rank_layout::megatron::{
+    ArgType, Handling, MEGATRON_ARGS, MegatronArg, MegatronArgs, MegatronValue, RankGenerator,
+    Source,
+};
 
 use crate::config;
 use crate::error::{OrRaise, raise};
@@ -24,6 +27,7 @@ fn value(name: &str, takes: ArgType, obj: &Bound<'_, PyAny>) -> PyResult<Option<
     };
     Ok(Some(match takes {
         ArgType::Flag => MegatronValue::Bool(obj.is_truthy()?),
+        ArgType::Text | ArgType::Texts => MegatronValue::Text(obj.str()?.to_string()),
         ArgType::Ints => {
             if obj.is_instance_of::<PyString>() {
                 return Err(raise(format!(
@@ -42,14 +46,31 @@ fn value(name: &str, takes: ArgType, obj: &Bound<'_, PyAny>) -> PyResult<Option<
     }))
 }
 
+/// Whether Python reads the argument: a Megatron-LM argument modelled
+/// (torchrun's flags are a command line's only), or one refused (an error
+/// unless ``None`` or ``False``).
+fn read_from_python(arg: &MegatronArg) -> bool {
+    match arg.handling {
+        Handling::Modelled => arg.source != Source::Torchrun,
+        Handling::Refused => true,
+        _ => false,
+    }
+}
+
 /// The configuration keys of Megatron-LM arguments, read through the
 /// crate's table with Megatron-Core's defaults: ``args`` is an
 /// ``argparse.Namespace`` (Megatron-LM's ``get_args()``), a mapping, or any
 /// object with the attributes; missing or ``None`` arguments are left out.
+/// ``tensor_parallel_num_weight_shards`` S gives ``gtp_remat`` S / tp (and
+/// the expert one ``expert_gtp_remat`` S / etp); an argument that changes
+/// the groups in a way rank-layout does not model
+/// (``hybrid_context_parallel``, ...) raises unless ``None`` or ``False``.
 ///
 /// >>> from rank_layout import megatron_config
 /// >>> megatron_config({"tensor_model_parallel_size": 4, "world_size": 32})
 /// {'tp': 4, 'world_size': 32}
+/// >>> megatron_config({"tensor_model_parallel_size": 2, "tensor_parallel_num_weight_shards": 8})
+/// {'tp': 2, 'gtp_remat': 4}
 #[pyfunction]
 pub(crate) fn megatron_config<'py>(
     py: Python<'py>,
@@ -57,7 +78,7 @@ pub(crate) fn megatron_config<'py>(
 ) -> PyResult<Bound<'py, PyDict>> {
     let mapping = args.cast::<PyMapping>().ok();
     let mut parsed = MegatronArgs::new();
-    for arg in MEGATRON_ARGS.iter() {
+    for arg in MEGATRON_ARGS.iter().filter(|a| read_from_python(a)) {
         let obj = match &mapping {
             Some(m) => match m.contains(arg.name)? {
                 true => m.get_item(arg.name)?,
@@ -88,6 +109,15 @@ pub(crate) fn megatron_config<'py>(
         };
         if set {
             out.set_item(key, v)?;
+        }
+    }
+    // The weight-shard keys, when the arguments give an axis.
+    for (key, size) in [
+        ("gtp_remat", config.gtp_remat),
+        ("expert_gtp_remat", config.expert_gtp_remat),
+    ] {
+        if size != 1 {
+            out.set_item(key, size)?;
         }
     }
     Ok(out)
@@ -142,12 +172,25 @@ pub(crate) fn audit<'py>(
     Ok(out)
 }
 
-/// Every Megatron-LM argument the package reads: ``(name, flag, key,
-/// meaning)`` rows of the crate's one table.
+/// The crate's one table of Megatron-LM arguments: ``(name, flag, key,
+/// meaning, handling, source)`` rows, ``handling`` ``"modelled"``,
+/// ``"refused"`` or ``"no group change"``, ``source`` ``"main"``,
+/// ``"removed"``, ``"attribute"`` or ``"torchrun"``.
 pub(crate) fn table<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
     let rows = PyList::empty(py);
     for a in MEGATRON_ARGS.iter() {
-        rows.append((a.name, a.flag, a.key, a.meaning))?;
+        let handling = match a.handling {
+            Handling::Modelled => "modelled",
+            Handling::Refused => "refused",
+            _ => "no group change",
+        };
+        let source = match a.source {
+            Source::Main => "main",
+            Source::Removed => "removed",
+            Source::Attribute => "attribute",
+            _ => "torchrun",
+        };
+        rows.append((a.name, a.flag, a.key, a.meaning, handling, source))?;
     }
     Ok(rows)
 }

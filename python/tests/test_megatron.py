@@ -143,3 +143,56 @@ def test_megatron_table_is_the_crates() -> None:
         "tp": 4, "order": "tp-cp-ep-pp-dp", "encoder_pp": 1}
     with pytest.raises(LayoutError, match="tensor_model_parallel_size = -1 is not an integer from 1"):
         megatron_config({"tensor_model_parallel_size": -1})
+
+
+def test_weight_shards() -> None:
+    from rank_layout import MEGATRON_ARGS
+
+    assert MEGATRON_ARGS["tensor_parallel_num_weight_shards"] == "gtp_remat"
+    assert MEGATRON_ARGS["expert_tensor_parallel_num_weight_shards"] == "expert_gtp_remat"
+    assert "nproc_per_node" not in MEGATRON_ARGS
+    # Megatron-LM's get_args() after validation: S = tp * gtp_remat.
+    args = argparse.Namespace(tensor_model_parallel_size=2, tensor_parallel_num_weight_shards=8,
+                              expert_tensor_parallel_size=1,
+                              expert_tensor_parallel_num_weight_shards=2, world_size=32)
+    assert megatron_config(args) == {"tp": 2, "etp": 1, "world_size": 32, "gtp_remat": 4,
+                                     "expert_gtp_remat": 2}
+    # S = tp: no axis; None: not given.
+    assert megatron_config({"tensor_model_parallel_size": 4,
+                            "tensor_parallel_num_weight_shards": 4}) == {"tp": 4}
+    assert megatron_config({"tensor_parallel_num_weight_shards": None}) == {}
+    with pytest.raises(LayoutError, match=r"tensor_parallel_num_weight_shards \(6\) must be "
+                                          r"divisible by tensor_model_parallel_size \(4\)"):
+        megatron_config({"tensor_model_parallel_size": 4, "tensor_parallel_num_weight_shards": 6})
+    with pytest.raises(LayoutError, match=r"expert_tensor_parallel_num_weight_shards \(2\) must be "
+                                          r">= expert_tensor_parallel_size \(4\)"):
+        megatron_config({"expert_tensor_parallel_size": 4,
+                         "expert_tensor_parallel_num_weight_shards": 2})
+
+
+@pytest.mark.skipif("gtp_remat" not in __import__("rank_layout").CONFIG_KEYS,
+                    reason="Layout takes no gtp_remat key in this build")
+def test_weight_shards_make_the_layout() -> None:
+    layout = Layout.from_megatron_args({"tensor_model_parallel_size": 2,
+                                        "tensor_parallel_num_weight_shards": 4, "world_size": 16})
+    assert layout.config["gtp_remat"] == 2
+    assert layout.sizes["dp"] == 4
+
+
+def test_refused_arguments_raise_naming_them() -> None:
+    from rank_layout import MEGATRON_REFUSED
+
+    assert "hybrid_context_parallel" in MEGATRON_REFUSED
+    assert "rl_inference_tensor_model_parallel_size" in MEGATRON_REFUSED
+    base = {"tensor_model_parallel_size": 2, "world_size": 8}
+    with pytest.raises(LayoutError, match="--hybrid-context-parallel changes Megatron-LM's process groups"):
+        Layout.from_megatron_args({**base, "hybrid_context_parallel": True})
+    with pytest.raises(LayoutError, match="--rl-inference-tensor-model-parallel-size"):
+        megatron_config(argparse.Namespace(**base, rl_inference_tensor_model_parallel_size=4))
+    with pytest.raises(LayoutError, match="--inference-shards"):
+        megatron_config({**base, "inference_shards": "tp=2+tp=1,dp=2"})
+    # A get_args() namespace holds them all, off: None and False are not given.
+    args = argparse.Namespace(**base, hybrid_context_parallel=False,
+                              rl_inference_tensor_model_parallel_size=None, inference_shards=None,
+                              use_sharp=True, virtual_pipeline_model_parallel_size=2)
+    assert Layout.from_megatron_args(args).sizes["dp"] == 4

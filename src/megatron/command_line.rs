@@ -1,15 +1,27 @@
-//! The parallelism arguments out of a whole pasted Megatron-LM command line.
+//! The parallelism arguments out of a whole pasted Megatron-LM command line
+//! or launch script, read as bash reads its words.
 
 use crate::error::{Error, Result};
-use crate::megatron::args::{ArgType, MegatronArg, MegatronArgs, MegatronValue};
+use crate::megatron::args::{ArgType, Handling, MegatronArg, MegatronArgs, MegatronValue};
 
-/// Splits a shell command line into words: blanks separate words, single
-/// quotes keep everything, double quotes keep all but `\"` and `\\`, a
-/// backslash outside quotes escapes the next character, and a backslash
-/// before a newline joins lines.
+/// The characters that end a word outside quotes and are words of their
+/// own (bash's metacharacters other than blanks).
+const OPERATORS: [char; 7] = [';', '&', '|', '(', ')', '<', '>'];
+
+/// Splits shell text into words as bash does before expanding them: blanks
+/// separate words; `;`, `&`, `|`, `(`, `)`, `<` and `>` end a word and are
+/// words of their own; a `#` that starts a word begins a comment to the end
+/// of the line; single quotes keep everything; double quotes keep all but
+/// `\"`, `\\`, `\$`, `` \` `` and a backslash-newline; a backslash outside
+/// quotes escapes the next character, and before a newline joins lines.
+/// `$(...)`, `${...}` and `` `...` `` stay whole, unexpanded, in their
+/// word. A word that starts with `--` and holds blanks (`"--fp8-format
+/// hybrid"`, an element of a bash array that `${ARGS[@]}` splits) is split
+/// at them.
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] for an unterminated quote.
+/// [`Error::InvalidArgument`] for an unterminated quote, `$(`, `${` or
+/// backquote.
 fn words(text: &str) -> Result<Vec<String>> {
     let mut out = Vec::new();
     let mut word = String::new();
@@ -19,11 +31,21 @@ fn words(text: &str) -> Result<Vec<String>> {
         match c {
             '\\' => match chars.next() {
                 Some('\n') | None => {}
+                Some('\r') if chars.peek() == Some(&'\n') => {
+                    chars.next();
+                }
                 Some(next) => {
                     word.push(next);
                     in_word = true;
                 }
             },
+            '#' if !in_word => {
+                for ch in chars.by_ref() {
+                    if ch == '\n' {
+                        break;
+                    }
+                }
+            }
             '\'' => {
                 in_word = true;
                 loop {
@@ -39,15 +61,38 @@ fn words(text: &str) -> Result<Vec<String>> {
                 loop {
                     match chars.next() {
                         Some('"') => break,
-                        Some('\\') if matches!(chars.peek(), Some('"' | '\\')) => {
-                            if let Some(ch) = chars.next() {
-                                word.push(ch);
+                        Some('\\') => match chars.peek() {
+                            Some('"' | '\\' | '$' | '`') => {
+                                if let Some(ch) = chars.next() {
+                                    word.push(ch);
+                                }
                             }
-                        }
+                            Some('\n') => {
+                                chars.next();
+                            }
+                            _ => word.push('\\'),
+                        },
+                        Some('$') => dollar(&mut chars, &mut word, text)?,
+                        Some('`') => backquote(&mut chars, &mut word, text)?,
                         Some(ch) => word.push(ch),
                         None => return Err(unterminated(text)),
                     }
                 }
+            }
+            '$' => {
+                in_word = true;
+                dollar(&mut chars, &mut word, text)?;
+            }
+            '`' => {
+                in_word = true;
+                backquote(&mut chars, &mut word, text)?;
+            }
+            c if OPERATORS.contains(&c) => {
+                if in_word {
+                    out.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+                out.push(c.to_string());
             }
             c if c.is_whitespace() => {
                 if in_word {
@@ -64,7 +109,78 @@ fn words(text: &str) -> Result<Vec<String>> {
     if in_word {
         out.push(word);
     }
-    Ok(out)
+    Ok(out
+        .into_iter()
+        .flat_map(|w| {
+            if w.starts_with("--") && w.contains(char::is_whitespace) {
+                w.split_whitespace().map(str::to_owned).collect()
+            } else {
+                vec![w]
+            }
+        })
+        .collect())
+}
+
+type Chars<'a> = std::iter::Peekable<std::str::Chars<'a>>;
+
+/// After a `$`: a `$(...)` or `${...}` whole (nested brackets and quotes
+/// inside skipped over), else just the `$`.
+fn dollar(chars: &mut Chars<'_>, word: &mut String, text: &str) -> Result<()> {
+    word.push('$');
+    let (open, close) = match chars.peek() {
+        Some('(') => ('(', ')'),
+        Some('{') => ('{', '}'),
+        _ => return Ok(()),
+    };
+    let mut depth = 0usize;
+    while let Some(c) = chars.next() {
+        word.push(c);
+        match c {
+            c if c == open => depth += 1,
+            c if c == close => {
+                depth -= 1;
+                if depth == 0 {
+                    return Ok(());
+                }
+            }
+            '\\' => {
+                if let Some(next) = chars.next() {
+                    word.push(next);
+                }
+            }
+            '\'' | '"' => loop {
+                match chars.next() {
+                    Some(ch) => {
+                        word.push(ch);
+                        if ch == c {
+                            break;
+                        }
+                    }
+                    None => return Err(unterminated(text)),
+                }
+            },
+            _ => {}
+        }
+    }
+    Err(unterminated(text))
+}
+
+/// After a backquote: the command up to the closing one, kept whole.
+fn backquote(chars: &mut Chars<'_>, word: &mut String, text: &str) -> Result<()> {
+    word.push('`');
+    while let Some(c) = chars.next() {
+        word.push(c);
+        match c {
+            '`' => return Ok(()),
+            '\\' => {
+                if let Some(next) = chars.next() {
+                    word.push(next);
+                }
+            }
+            _ => {}
+        }
+    }
+    Err(unterminated(text))
 }
 
 fn unterminated(text: &str) -> Error {
@@ -72,54 +188,151 @@ fn unterminated(text: &str) -> Error {
     Error::InvalidArgument {
         name: "megatron_args".into(),
         value: shown,
-        expected: "a command line whose quotes are closed",
+        expected: "a command line whose quotes, $(...), ${...} and backquotes are closed",
     }
 }
 
-/// An integer word, or the error naming the flag and the word.
+/// Whether `word` holds an expansion the shell would have made (`$TP`,
+/// `${TP}`, `$((2*4))`, a backquoted command).
+fn unexpanded(word: &str) -> bool {
+    word.contains('$') || word.contains('`')
+}
+
+/// The value word of an argument as an integer, or the error naming the
+/// flag and the word.
 fn int(arg: &MegatronArg, word: &str) -> Result<i64> {
-    word.trim()
-        .parse::<i64>()
-        .map_err(|_| Error::InvalidArgument {
-            name: arg.flag.to_owned(),
-            value: word.to_owned(),
-            expected: "an integer",
-        })
+    let bad = |expected| Error::InvalidArgument {
+        name: arg.flag.to_owned(),
+        value: word.to_owned(),
+        expected,
+    };
+    if unexpanded(word) {
+        return Err(bad(
+            "an integer (the pasted text is read as written, not expanded: give the value, or paste the command as it ran, e.g. from bash -x)",
+        ));
+    }
+    if arg.name == "nproc_per_node" && ["auto", "cpu", "gpu", "xpu"].contains(&word.trim()) {
+        return Err(bad(
+            "a number of processes (auto, cpu, gpu and xpu count the devices of the machine torchrun runs on: give the number)",
+        ));
+    }
+    if arg.name == "nnodes" {
+        if let Some((min, max)) = word.split_once(':') {
+            return match (min.trim().parse::<i64>(), max.trim().parse::<i64>()) {
+                (Ok(a), Ok(b)) if a == b => Ok(a),
+                (Ok(_), Ok(_)) => Err(bad(
+                    "a number of nodes (a range MIN:MAX is an elastic launch, whose world size is not fixed: give the number of nodes it runs on)",
+                )),
+                _ => Err(bad("a number of nodes, or a range MIN:MAX")),
+            };
+        }
+    }
+    word.trim().parse::<i64>().map_err(|_| bad("an integer"))
+}
+
+/// The shell variable a word only expands (`$NAME`, `${NAME}`,
+/// `${NAME[@]}`, `${NAME[*]}`): its name.
+fn variable(word: &str) -> Option<&str> {
+    let rest = word.strip_prefix('$')?;
+    let name = match rest.strip_prefix('{') {
+        Some(inner) => {
+            let inner = inner.strip_suffix('}')?;
+            inner
+                .strip_suffix("[@]")
+                .or_else(|| inner.strip_suffix("[*]"))
+                .unwrap_or(inner)
+        }
+        None => rest,
+    };
+    is_name(name).then_some(name)
+}
+
+/// A shell variable name: letters, digits and `_`, not starting with a digit.
+fn is_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// The variable a word assigns (`NAME=...`, `NAME+=(`), if any.
+fn assigned(word: &str) -> Option<&str> {
+    let (name, _) = word.split_once('=')?;
+    let name = name.strip_suffix('+').unwrap_or(name);
+    is_name(name).then_some(name)
 }
 
 impl MegatronArgs {
-    /// The parallelism arguments of a pasted Megatron-LM command line
-    /// (`torchrun ... pretrain_gpt.py --tensor-model-parallel-size 8
-    /// --pipeline-model-parallel-size 4 ...`, line continuations and quotes
-    /// as a shell reads them). Flags take their value as the next word or
-    /// after `=`; `--hierarchical-context-parallel-sizes` takes every
-    /// following integer; `--use-tp-pp-dp-mapping` takes none. Every other
-    /// word and flag is ignored; [`given`](Self::given) lists the
-    /// arguments used.
+    /// The parallelism arguments of a pasted Megatron-LM command line or
+    /// launch script (`torchrun ... pretrain_gpt.py
+    /// --tensor-model-parallel-size 8 --pipeline-model-parallel-size 4
+    /// ...`), its words read as bash reads them: quotes, `\`-newline line
+    /// continuations, `#` comments (a word starting with `#`, outside
+    /// quotes, to the end of the line), `;`, `&`, `|`, `(`, `)`, `<`, `>`
+    /// between words, and no expansion.
+    ///
+    /// Arguments are read wherever they appear as words, a later one
+    /// replacing an earlier one: in a bash array's definition
+    /// (`MODEL_PARALLEL_ARGS=( --tensor-model-parallel-size 2 )`) as on the
+    /// command line, and an array element holding several words
+    /// (`"--fp8-format hybrid"`) is split as `${ARGS[@]}` splits it. Flags
+    /// take their value as the next word or after `=`;
+    /// `--hierarchical-context-parallel-sizes` takes every following
+    /// integer; `--use-tp-pp-dp-mapping` takes none. torchrun's
+    /// `--nproc-per-node` (or `--nproc_per_node`) times `--nnodes` is the
+    /// world size. Arguments of [`MEGATRON_ARGS`](crate::megatron::MEGATRON_ARGS)
+    /// that do not change the groups and every argument not in it are
+    /// ignored; [`given`](Self::given) lists the arguments used and
+    /// [`unexpanded`](Self::unexpanded) the variables used as arguments
+    /// but not defined in the text.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] naming the flag and the word, for a
     /// parallelism flag without an integer value (`--tensor-model-parallel-size
-    /// $TP`), a value out of range, or an unterminated quote.
+    /// $TP`: the text is not expanded), a value out of range, torchrun's
+    /// `--nnodes MIN:MAX` range or `--nproc-per-node gpu`, or an
+    /// unterminated quote; [`Error::UnmodelledArgument`] for an argument
+    /// that changes the groups in a way rank-layout does not model
+    /// (`--hybrid-context-parallel`); the errors of
+    /// [`config`](Self::config) (a weight-shard count tp does not divide,
+    /// torchrun's world size and `--world-size` differing).
     ///
     /// ```
     /// use rank_layout::megatron::MegatronArgs;
-    /// let line = "torchrun --nproc-per-node 8 pretrain_gpt.py \\\n  --tensor-model-parallel-size 4 --lr 3e-4 \\\n  --pipeline-model-parallel-size=2 --use-tp-pp-dp-mapping";
+    /// let line = "torchrun --nproc-per-node 8 --nnodes 2 pretrain_gpt.py \\\n  --tensor-model-parallel-size 4 --lr 3e-4 \\\n  --pipeline-model-parallel-size=2 --use-tp-pp-dp-mapping \\\n  # --context-parallel-size 2";
     /// let args = MegatronArgs::parse_command_line(line)?;
     /// let used: Vec<&str> = args.given().map(|(a, _)| a.name).collect();
-    /// assert_eq!(used, ["tensor_model_parallel_size", "pipeline_model_parallel_size", "use_tp_pp_dp_mapping"]);
+    /// assert_eq!(used, ["nproc_per_node", "nnodes", "tensor_model_parallel_size", "pipeline_model_parallel_size", "use_tp_pp_dp_mapping"]);
     /// let config = args.config()?;
-    /// assert_eq!((config.tp, config.pp, config.order.to_string().as_str()), (4, 2, "tp-cp-ep-pp-dp"));
+    /// assert_eq!((config.tp, config.pp, config.cp, config.world_size), (4, 2, 1, Some(16)));
+    /// assert_eq!(config.order.to_string(), "tp-cp-ep-pp-dp");
     /// assert!(MegatronArgs::parse_command_line("--tensor-model-parallel-size $TP").is_err());
+    /// assert!(MegatronArgs::parse_command_line("--hybrid-context-parallel").is_err());
     /// # Ok::<(), rank_layout::Error>(())
     /// ```
     pub fn parse_command_line(text: &str) -> Result<MegatronArgs> {
         let words = words(text)?;
+        let defined: Vec<&str> = words.iter().filter_map(|w| assigned(w)).collect();
         let mut args = MegatronArgs::new();
+        let mut missing: Vec<String> = Vec::new();
         let mut i = 0;
         while let Some(word) = words.get(i) {
             i += 1;
             let Some(flag) = word.strip_prefix("--") else {
+                // A variable used as arguments (not as the value of a
+                // flag before it, nor in a test or an echo), defined
+                // nowhere in the text.
+                let not_arguments = i >= 2
+                    && words.get(i - 2).is_some_and(|w| {
+                        (w.starts_with('-') && !w.contains('='))
+                            || ["[[", "[", "==", "!=", "=", "echo", "printf"].contains(&w.as_str())
+                    });
+                if let Some(name) = variable(word) {
+                    if !not_arguments && !defined.contains(&name) && !missing.contains(word) {
+                        missing.push(word.clone());
+                    }
+                }
                 continue;
             };
             let (name, inline) = match flag.split_once('=') {
@@ -129,6 +342,16 @@ impl MegatronArgs {
             let Some(arg) = MegatronArg::find(name) else {
                 continue;
             };
+            match arg.handling {
+                Handling::Modelled => {}
+                Handling::Refused => {
+                    return Err(Error::UnmodelledArgument {
+                        flag: arg.flag,
+                        why: arg.meaning,
+                    });
+                }
+                _ => continue,
+            }
             let value = match arg.takes {
                 ArgType::Flag => match inline {
                     Some(v) => MegatronValue::Bool(!matches!(
@@ -137,21 +360,6 @@ impl MegatronArgs {
                     )),
                     None => MegatronValue::Bool(true),
                 },
-                ArgType::Int => {
-                    let word = match inline {
-                        Some(v) => v,
-                        None => {
-                            let next = words.get(i).ok_or_else(|| Error::InvalidArgument {
-                                name: arg.flag.to_owned(),
-                                value: String::new(),
-                                expected: "an integer after the flag",
-                            })?;
-                            i += 1;
-                            next.as_str()
-                        }
-                    };
-                    MegatronValue::Int(int(arg, word)?)
-                }
                 ArgType::Ints => {
                     let mut list = Vec::new();
                     if let Some(v) = inline {
@@ -163,11 +371,16 @@ impl MegatronArgs {
                         }
                         match next.parse::<i64>() {
                             Ok(n) => list.push(n),
-                            Err(_) if list.is_empty() => {
+                            // A variable would have expanded to more sizes.
+                            Err(_) if list.is_empty() || unexpanded(next) => {
                                 return Err(Error::InvalidArgument {
                                     name: arg.flag.to_owned(),
                                     value: next.clone(),
-                                    expected: "integers",
+                                    expected: if unexpanded(next) {
+                                        "integers (the pasted text is read as written, not expanded: give the values)"
+                                    } else {
+                                        "integers"
+                                    },
                                 });
                             }
                             Err(_) => break,
@@ -183,16 +396,33 @@ impl MegatronArgs {
                     }
                     MegatronValue::Ints(list)
                 }
+                _ => {
+                    let word = match inline {
+                        Some(v) => v,
+                        None => {
+                            let next = words.get(i).ok_or_else(|| Error::InvalidArgument {
+                                name: arg.flag.to_owned(),
+                                value: String::new(),
+                                expected: "an integer after the flag",
+                            })?;
+                            i += 1;
+                            next.as_str()
+                        }
+                    };
+                    MegatronValue::Int(int(arg, word)?)
+                }
             };
             args.set(arg.name, value)?;
         }
+        args.config()?;
+        args.set_unexpanded(missing);
         Ok(args)
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::words;
+    use super::{variable, words};
 
     #[test]
     fn shell_words() {
@@ -202,5 +432,58 @@ mod tests {
         );
         assert!(words("a 'b").is_err());
         assert!(words("").unwrap().is_empty());
+    }
+
+    #[test]
+    fn comments_start_words_outside_quotes() {
+        assert_eq!(
+            words("a # b c\nd e#f '#g' \"h #i\" ;#j\nk").unwrap(),
+            vec!["a", "d", "e#f", "#g", "h #i", ";", "k"]
+        );
+        // A continuation before a comment line, and CRLF line ends.
+        assert_eq!(words("a \\\r\n  # b \\\n c").unwrap(), vec!["a", "c"]);
+    }
+
+    #[test]
+    fn operators_and_substitutions() {
+        assert_eq!(
+            words("ARGS=(--pp 4) && x=$(( 2 * 4 )) ${A[@]} \"${B:-\"x y\"}\" `c d`|e").unwrap(),
+            vec![
+                "ARGS=",
+                "(",
+                "--pp",
+                "4",
+                ")",
+                "&",
+                "&",
+                "x=$(( 2 * 4 ))",
+                "${A[@]}",
+                "${B:-\"x y\"}",
+                "`c d`",
+                "|",
+                "e"
+            ]
+        );
+        assert!(words("a $(b").is_err());
+        assert!(words("a ${b").is_err());
+        assert!(words("a `b").is_err());
+    }
+
+    #[test]
+    fn array_elements_holding_flags_are_split() {
+        assert_eq!(
+            words("\"--fp8-format hybrid\" \"--data-path $D\" 'a b'").unwrap(),
+            vec!["--fp8-format", "hybrid", "--data-path", "$D", "a b"]
+        );
+    }
+
+    #[test]
+    fn variables() {
+        assert_eq!(variable("$GPT_ARGS"), Some("GPT_ARGS"));
+        assert_eq!(variable("${MODEL_ARGS[@]}"), Some("MODEL_ARGS"));
+        assert_eq!(variable("${X}"), Some("X"));
+        assert_eq!(variable("$(ls)"), None);
+        assert_eq!(variable("${X:-1}"), None);
+        assert_eq!(variable("a$X"), None);
     }
 }

@@ -11,6 +11,8 @@
 //! | `RankGenerator(tp, ep, dp, pp, cp, order, rank_offset)` | [`RankGenerator::new`], or [`Layout::new`](crate::Layout::new) with a [`Config`](crate::Config) |
 //! | `RankGenerator.get_ranks(token, independent_ep)` | [`RankGenerator::get_ranks`] |
 //! | `parse_args()` of a Megatron-LM command line | [`MegatronArgs::parse_command_line`], [`MegatronArgs::config`] |
+//! | the arguments `initialize_model_parallel` is given | [`MEGATRON_ARGS`]: each modelled, refused ([`Handling`]) or listed as leaving the groups alone |
+//! | `resolve_tensor_parallel_weight_shards(tp, num_weight_shards, ...)` | [`MegatronArgs::config`]: `gtp_remat`, `expert_gtp_remat` |
 //! | `generate_masked_orthogonal_rank_groups(world, sizes, mask)` | [`Layout::groups`](crate::Layout::groups) of a kind of axes ([`Kind::of_axes`](crate::Kind::of_axes)) |
 //! | `get_ranks("tp-dp")` | `layout.groups("tp-dp".parse()?)` |
 //! | `get_ranks("dp", independent_ep=True)` | [`Kind::DP_MOD_EP`](crate::Kind::DP_MOD_EP) (`dp-mod-ep`) |
@@ -68,7 +70,9 @@ mod audit;
 mod command_line;
 mod rank_generator;
 
-pub use args::{ArgType, MEGATRON_ARGS, MegatronArg, MegatronArgs, MegatronValue};
+pub use args::{
+    ArgType, Handling, MEGATRON_ARGS, MegatronArg, MegatronArgs, MegatronValue, Source,
+};
 pub use audit::{
     AUDIT_EXAMPLES, Audit, AuditExample, JoinClass, MegatronJoin, MegatronPipelines, audit,
     megatron_pipelines,

@@ -38,6 +38,7 @@ __all__ = [
     "LayoutError",
     "CONFIG_KEYS",
     "MEGATRON_ARGS",
+    "MEGATRON_REFUSED",
     "Mesh",
     "Modules",
     "Split",
@@ -54,9 +55,23 @@ except Exception:  # not installed as a distribution (e.g. a bare build)
     __version__ = "0+unknown"
 
 #: Megatron-LM argument -> configuration key, as read by
-#: :meth:`Layout.from_megatron_args`: the rows of the crate's one table of
-#: Megatron-LM's parallelism arguments (shared with the command line).
-MEGATRON_ARGS: dict[str, str] = {name: key for name, _flag, key, _meaning in _MEGATRON_TABLE}
+#: :meth:`Layout.from_megatron_args`: the modelled rows of the crate's one
+#: table of Megatron-LM's parallelism arguments (shared with the command
+#: line; torchrun's flags, read from command lines only, left out).
+MEGATRON_ARGS: dict[str, str] = {
+    name: key
+    for name, _flag, key, _meaning, handling, source in _MEGATRON_TABLE
+    if handling == "modelled" and source != "torchrun"
+}
+
+#: Megatron-LM arguments that change the process groups in a way
+#: rank-layout does not model -> what they do: given (not ``None`` or
+#: ``False``), :meth:`Layout.from_megatron_args` raises naming them.
+MEGATRON_REFUSED: dict[str, str] = {
+    name: meaning
+    for name, _flag, _key, meaning, handling, _source in _MEGATRON_TABLE
+    if handling == "refused"
+}
 
 
 class Split(NamedTuple):
@@ -144,7 +159,16 @@ class Layout(_NativeLayout):
         - ``hierarchical_context_parallel_sizes`` -> ``hierarchical_cp``,
           ``num_distributed_optimizer_instances`` -> ``dist_opt_instances``;
         - ``use_tp_pp_dp_mapping`` -> order ``tp-cp-ep-pp-dp`` instead of
-          ``tp-cp-ep-dp-pp``.
+          ``tp-cp-ep-dp-pp``;
+        - ``tensor_parallel_num_weight_shards`` S -> ``gtp_remat`` S / tp,
+          ``expert_tensor_parallel_num_weight_shards`` S ->
+          ``expert_gtp_remat`` S / etp (Megatron-Core's rule: S >= tp and
+          divisible by it).
+
+        The arguments of :data:`MEGATRON_REFUSED` (``hybrid_context_parallel``,
+        the RL inference sizes, ...) change the groups in a way rank-layout
+        does not model: given (not ``None`` or ``False``), they raise
+        :class:`LayoutError` naming them.
 
         The expert layout is Megatron-Core's folded grid (the default of
         :class:`Layout`), with an encoder too. ``overrides`` are

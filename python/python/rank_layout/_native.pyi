@@ -62,7 +62,8 @@ class RankCard(TypedDict):
     pipeline: Pipeline
     groups: dict[str, list[Membership]]
 
-MEGATRON_ARGS: list[tuple[str, str, str, str]]
+#: (name, flag, key, meaning, handling, source) rows of the crate's table.
+MEGATRON_ARGS: list[tuple[str, str, str, str, str, str]]
 
 def megatron_config(args: object) -> dict[str, object]: ...
 def audit(layout: Layout, megatron: str) -> dict[str, Any]: ...

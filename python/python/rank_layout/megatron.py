@@ -8,7 +8,7 @@ its encoder joins (:func:`audit`).
 [0, 2, 4]
 """
 
-from rank_layout import MEGATRON_ARGS, megatron_config
+from rank_layout import MEGATRON_ARGS, MEGATRON_REFUSED, megatron_config
 from rank_layout._native import RankGenerator, audit
 
-__all__ = ["RankGenerator", "MEGATRON_ARGS", "audit", "megatron_config"]
+__all__ = ["RankGenerator", "MEGATRON_ARGS", "MEGATRON_REFUSED", "audit", "megatron_config"]
