@@ -1,8 +1,9 @@
 //! Megatron-LM's vocabulary: its arguments read through the crate's one
 //! table (`megatron_config`), and its `RankGenerator`.
 
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyList, PyMapping, PyString};
+use pyo3::types::{PyBool, PyDict, PyList, PyMapping, PyString, PyTuple};
 use rank_layout::megatron::{ArgType, MEGATRON_ARGS, MegatronArgs, MegatronValue, RankGenerator};
 
 use crate::config;
@@ -42,20 +43,47 @@ fn value(name: &str, takes: ArgType, obj: &Bound<'_, PyAny>) -> PyResult<Option<
     }))
 }
 
-/// The configuration keys of Megatron-LM arguments, read through the
-/// crate's table with Megatron-Core's defaults: ``args`` is an
-/// ``argparse.Namespace`` (Megatron-LM's ``get_args()``), a mapping, or any
-/// object with the attributes; missing or ``None`` arguments are left out.
+/// What `megatron_config` and `Layout.from_megatron_args` take.
+const FORMS: &str = "an argparse.Namespace (or any object with the arguments as attributes), a mapping, a command line (str) or its words (a list of str)";
+
+/// The Megatron-LM arguments of `args`, in any of its [`FORMS`].
 ///
-/// >>> from rank_layout import megatron_config
-/// >>> megatron_config({"tensor_model_parallel_size": 4, "world_size": 32})
-/// {'tp': 4, 'world_size': 32}
-#[pyfunction]
-pub(crate) fn megatron_config<'py>(
-    py: Python<'py>,
-    args: &Bound<'py, PyAny>,
-) -> PyResult<Bound<'py, PyDict>> {
+/// # Errors
+/// `TypeError` naming the type of `args` (or of a word) when it is none of
+/// the forms; `LayoutError` for a value out of range.
+fn parsed_args(args: &Bound<'_, PyAny>) -> PyResult<MegatronArgs> {
+    if args.is_instance_of::<PyString>() {
+        return MegatronArgs::parse_command_line(&args.extract::<String>()?).or_raise();
+    }
+    if args.is_instance_of::<PyList>() || args.is_instance_of::<PyTuple>() {
+        let words = args
+            .try_iter()?
+            .enumerate()
+            .map(|(i, w)| {
+                let w = w?;
+                if !w.is_instance_of::<PyString>() {
+                    return Err(PyTypeError::new_err(format!(
+                        "megatron arguments as words must be str, got {} at index {i}",
+                        describe(&w)
+                    )));
+                }
+                w.extract::<String>()
+            })
+            .collect::<PyResult<Vec<String>>>()?;
+        return MegatronArgs::parse_words(&words).or_raise();
+    }
     let mapping = args.cast::<PyMapping>().ok();
+    if mapping.is_none()
+        && !args.hasattr("__dict__")?
+        && !MEGATRON_ARGS
+            .iter()
+            .any(|a| args.hasattr(a.name).unwrap_or(false))
+    {
+        return Err(PyTypeError::new_err(format!(
+            "megatron arguments must be {FORMS}; got {}",
+            describe(args)
+        )));
+    }
     let mut parsed = MegatronArgs::new();
     for arg in MEGATRON_ARGS.iter() {
         let obj = match &mapping {
@@ -72,6 +100,29 @@ pub(crate) fn megatron_config<'py>(
             parsed.set(arg.name, v).or_raise()?;
         }
     }
+    Ok(parsed)
+}
+
+/// The configuration keys of Megatron-LM arguments, read through the
+/// crate's table with Megatron-Core's defaults: ``args`` is an
+/// ``argparse.Namespace`` (Megatron-LM's ``get_args()``), a mapping, or any
+/// object with the attributes (missing or ``None`` arguments are left
+/// out); or a pasted command line (``str``, as the command line's
+/// ``--megatron-args``) or its words (a list of ``str``, ``sys.argv``),
+/// whose other arguments are ignored. Anything else is a ``TypeError``
+/// naming its type.
+///
+/// >>> from rank_layout import megatron_config
+/// >>> megatron_config({"tensor_model_parallel_size": 4, "world_size": 32})
+/// {'tp': 4, 'world_size': 32}
+/// >>> megatron_config("pretrain_gpt.py --tensor-model-parallel-size 4 --lr 1e-4")
+/// {'tp': 4}
+#[pyfunction]
+pub(crate) fn megatron_config<'py>(
+    py: Python<'py>,
+    args: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let parsed = parsed_args(args)?;
     let config = parsed.config().or_raise()?;
     let all = config::to_dict(py, &config)?;
     let out = PyDict::new(py);

@@ -114,10 +114,27 @@ impl MegatronArgs {
     /// # Ok::<(), rank_layout::Error>(())
     /// ```
     pub fn parse_command_line(text: &str) -> Result<MegatronArgs> {
-        let words = words(text)?;
+        MegatronArgs::parse_words(&words(text)?)
+    }
+
+    /// The parallelism arguments of a command line already split into
+    /// words (a program's `argv`, Python's `sys.argv`): as
+    /// [`parse_command_line`](Self::parse_command_line), without the
+    /// shell's quoting (each word is taken as it is).
+    ///
+    /// # Errors
+    /// As [`parse_command_line`](Self::parse_command_line), but for quotes.
+    ///
+    /// ```
+    /// use rank_layout::megatron::MegatronArgs;
+    /// let argv = ["pretrain_gpt.py", "--data-path", "my data's dir", "--tensor-model-parallel-size", "4"];
+    /// assert_eq!(MegatronArgs::parse_words(&argv)?.config()?.tp, 4);
+    /// # Ok::<(), rank_layout::Error>(())
+    /// ```
+    pub fn parse_words<S: AsRef<str>>(words: &[S]) -> Result<MegatronArgs> {
         let mut args = MegatronArgs::new();
         let mut i = 0;
-        while let Some(word) = words.get(i) {
+        while let Some(word) = words.get(i).map(AsRef::as_ref) {
             i += 1;
             let Some(flag) = word.strip_prefix("--") else {
                 continue;
@@ -147,7 +164,7 @@ impl MegatronArgs {
                                 expected: "an integer after the flag",
                             })?;
                             i += 1;
-                            next.as_str()
+                            next.as_ref()
                         }
                     };
                     MegatronValue::Int(int(arg, word)?)
@@ -157,7 +174,7 @@ impl MegatronArgs {
                     if let Some(v) = inline {
                         list.push(int(arg, v)?);
                     }
-                    while let Some(next) = words.get(i) {
+                    while let Some(next) = words.get(i).map(AsRef::as_ref) {
                         if next.starts_with("--") {
                             break;
                         }
@@ -166,7 +183,7 @@ impl MegatronArgs {
                             Err(_) if list.is_empty() => {
                                 return Err(Error::InvalidArgument {
                                     name: arg.flag.to_owned(),
-                                    value: next.clone(),
+                                    value: next.to_owned(),
                                     expected: "integers",
                                 });
                             }
