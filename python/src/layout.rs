@@ -171,11 +171,14 @@ impl PyLayout {
     ///
     /// >>> Layout(tp=2, dp=3, pp=4, order="tp-dp-pp").groups("dp")[-1]
     /// [19, 21, 23]
-    fn groups(&self, kind: &Bound<'_, PyAny>) -> PyResult<Vec<Vec<u32>>> {
+    fn groups<'py>(
+        &self,
+        py: Python<'py>,
+        kind: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
         let groups = self.inner.groups(self::kind(kind)?).or_raise()?;
         crate::memory::check_ints(groups.member_count())?;
-        let table = groups.table().or_raise()?;
-        Ok(table.iter().map(<[u32]>::to_vec).collect())
+        crate::lists::table_rows(py, groups.table().or_raise()?)
     }
 
     /// The groups of ``kind`` as a NumPy ``uint32`` array of shape
@@ -233,7 +236,12 @@ impl PyLayout {
     ///
     /// >>> Layout(tp=2, pp=4, world_size=16, order="tp-dp-pp").group("pp", 1)
     /// [1, 5, 9, 13]
-    fn group(&self, kind: &Bound<'_, PyAny>, index: &Bound<'_, PyAny>) -> PyResult<Vec<u32>> {
+    fn group<'py>(
+        &self,
+        py: Python<'py>,
+        kind: &Bound<'py, PyAny>,
+        index: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
         let kind = self::kind(kind)?;
         let mut groups = self.inner.groups(kind).or_raise()?;
         let count = groups.len();
@@ -245,7 +253,7 @@ impl PyLayout {
         let i = self::index("index", index, past)?;
         let group = groups.nth(i as usize).ok_or_else(|| past(i.to_string()))?;
         crate::memory::check_ints(group.len() as u64)?;
-        group.try_to_vec().or_raise()
+        crate::lists::ints(py, group.try_to_vec().or_raise()?)
     }
 
     /// Everything about ``rank``: its grid (``part``), its coordinates, and

@@ -215,6 +215,8 @@ pub(crate) fn table<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
 #[pyclass(frozen, name = "RankGenerator", module = "rank_layout.megatron")]
 pub(crate) struct PyRankGenerator {
     inner: RankGenerator,
+    /// `tp * dp * pp * cp`: the members of any token's groups.
+    world: u64,
 }
 
 #[pymethods]
@@ -235,25 +237,55 @@ impl PyRankGenerator {
             Some(o) => offset("rank_offset", o)?,
             None => 0,
         };
-        let inner = RankGenerator::new(
+        let (tp, dp, pp, cp) = (
             size("tp", tp)?,
-            size("ep", ep)?,
             size("dp", dp)?,
             size("pp", pp)?,
             size("cp", cp)?,
+        );
+        let inner = RankGenerator::new(
+            tp,
+            size("ep", ep)?,
+            dp,
+            pp,
+            cp,
             &string("order", "'tp-cp-ep-dp-pp'", order)?,
             offset,
         )
         .or_raise()?;
-        Ok(PyRankGenerator { inner })
+        let world = [tp, dp, pp, cp]
+            .into_iter()
+            .fold(1u64, |w, s| w.saturating_mul(u64::from(s)));
+        Ok(PyRankGenerator { inner, world })
     }
 
     /// The groups of the axes in ``token`` (``"tp-dp"``), as Megatron-LM
     /// lists them; with ``independent_ep``, ``ep`` is an axis and ``dp``
     /// means ``dp // ep``.
     #[pyo3(signature = (token, independent_ep=false))]
-    fn get_ranks(&self, token: &Bound<'_, PyAny>, independent_ep: bool) -> PyResult<Vec<Vec<u32>>> {
+    fn get_ranks<'py>(
+        &self,
+        py: Python<'py>,
+        token: &Bound<'py, PyAny>,
+        independent_ep: bool,
+    ) -> PyResult<Bound<'py, PyList>> {
         let token = string("token", "'tp-dp'", token)?;
-        self.inner.get_ranks(&token, independent_ep).or_raise()
+        crate::memory::check_ints(self.world)?;
+        let groups = self.inner.get_ranks(&token, independent_ep).or_raise()?;
+        let width = groups.first().map_or(0, Vec::len);
+        let out = PyList::empty(py);
+        if groups.iter().all(|g| g.len() == width) {
+            let total = groups.len().saturating_mul(width);
+            let mut members = Vec::new();
+            members.try_reserve_exact(total).map_err(|_| {
+                pyo3::exceptions::PyMemoryError::new_err(format!("cannot allocate {total} members"))
+            })?;
+            members.extend(groups.iter().flatten());
+            return crate::lists::rows(py, members, groups.len(), width);
+        }
+        for g in groups {
+            out.append(crate::lists::ints(py, g)?)?;
+        }
+        Ok(out)
     }
 }
