@@ -35,8 +35,9 @@ type SplitStep = (String, u32, u32, Option<(u32, u32)>);
 /// - ``encoder_tp``, ``encoder_pp``: giving either makes an encoder +
 ///   decoder layout (an encoder grid with its own tp and pp before the
 ///   decoder);
-/// - ``expert_layout``: ``"nested"`` (default: experts carved out of dp) or
-///   ``"folded"`` (a second expert grid, Megatron-Core's MoE folding);
+/// - ``expert_layout``: ``"folded"`` (default: a second expert grid,
+///   Megatron-Core's MoE folding) or ``"nested"`` (experts carved out of
+///   dp, Megatron-LM 2024);
 /// - ``etp``: expert tensor-parallel size (folded; default ``tp``);
 /// - ``hierarchical_cp``: context-parallel level sizes, innermost first,
 ///   whose product is ``cp``;
@@ -83,7 +84,7 @@ impl PyLayout {
     #[new]
     #[pyo3(
         signature = (*args, **config),
-        text_signature = "(*, tp=1, cp=1, ep=1, dp=None, pp=1, world_size=None, order='tp-cp-ep-dp-pp', rank_offset=0, encoder_tp=None, encoder_pp=None, expert_layout='nested', etp=None, hierarchical_cp=None, dist_opt_instances=None)"
+        text_signature = "(*, tp=1, cp=1, ep=1, dp=None, pp=1, world_size=None, order='tp-cp-ep-dp-pp', rank_offset=0, encoder_tp=None, encoder_pp=None, expert_layout='folded', etp=None, hierarchical_cp=None, dist_opt_instances=None)"
     )]
     fn new(args: &Bound<'_, PyTuple>, config: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
         if !args.is_empty() {
