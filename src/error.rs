@@ -453,6 +453,13 @@ pub enum Error {
         place: String,
     },
 
+    /// A mesh (or a view) of no dims: `Mesh::new([])`, `--mesh ""`.
+    #[error("{place} has no dims: give at least one (one rank is dp=1)")]
+    NoDims {
+        /// `the mesh`, `view expert`.
+        place: String,
+    },
+
     /// A mesh dim of size 0.
     #[error("dim {name} has size 0 (every dim needs at least 1)")]
     ZeroDim {

@@ -353,3 +353,37 @@ fn specs_build_meshes_with_views_and_flattens() {
         vec![0, 1]
     );
 }
+
+#[test]
+fn an_empty_mesh_is_refused_with_one_error() {
+    // `Mesh::new([])` made a mesh of no dims (one rank) while the command
+    // line refused `--mesh ""` as a parse error: the rule is the library's,
+    // one error, whichever way the mesh is written.
+    const NO_DIMS: &str = "the mesh has no dims: give at least one (one rank is dp=1)";
+    let none: [(&str, u32); 0] = [];
+    let errors = [
+        Mesh::new(none).unwrap_err(),
+        Mesh::from_device_mesh(&[], &[]).unwrap_err(),
+        Mesh::from_hyper_comm_grid(&[], &[], 4).unwrap_err(),
+        MeshSpec::parse("").unwrap_err(),
+        MeshSpec::parse("  ").unwrap_err(),
+        MeshSpec::parse_device_mesh("").unwrap_err(),
+        MeshSpec::default().build().unwrap_err(),
+    ];
+    for e in errors {
+        assert!(matches!(e, Error::NoDims { .. }), "{e:?}");
+        assert_eq!(e.to_string(), NO_DIMS);
+    }
+    // A view of no dims is refused the same way.
+    let one = Mesh::new([("dp", 1)]).unwrap();
+    let e = one.view("v", &[], &[]).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "view v has no dims: give at least one (one rank is dp=1)"
+    );
+    // An empty part is still a parse error naming the text.
+    assert!(matches!(
+        MeshSpec::parse("tp=2,"),
+        Err(Error::BadSpec { .. })
+    ));
+}

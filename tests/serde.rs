@@ -90,3 +90,34 @@ fn every_kind_name_round_trips() {
         assert_eq!(kind.to_string().parse::<Kind>().unwrap(), kind);
     }
 }
+
+#[test]
+fn a_modules_file_that_is_not_a_table_says_what_it_must_be() {
+    // `[1,2,3]` said "expected a boolean" and `[]` "invalid length 4,
+    // expected struct RawSpec with 5 elements": serde read an array as the
+    // file's fields in order.
+    use rank_layout::ModulesSpec;
+    for (text, found) in [
+        ("[1, 2, 3]", "found an array"),
+        ("[]", "found an array"),
+        (r#""modules""#, "found a string"),
+        ("5", "found the number 5"),
+        ("true", "found the boolean true"),
+        ("null", "found null"),
+    ] {
+        let e = serde_json::from_str::<ModulesSpec>(text)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("a modules file must be a table with `modules`") && e.contains(found),
+            "{text}: {e}"
+        );
+    }
+    let spec: ModulesSpec =
+        serde_json::from_str(r#"{"modules": [{"name": "a", "mesh": "tp=2"}]}"#).unwrap();
+    assert_eq!(spec.modules.len(), 1);
+    let e = serde_json::from_str::<ModulesSpec>(r#"{"modules": [], "colocate": true}"#)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("unknown field `colocate`"), "{e}");
+}

@@ -2,8 +2,10 @@
 //! launching it.
 //!
 //! A thin consumer of the library: [`args`] parses the command line,
-//! [`config`] merges the flags over a configuration file in one place
-//! ([`megatron`] reads Megatron-LM's arguments through the library's table),
+//! [`config`] merges the flags over a configuration file in one place (the
+//! file read by `rank_layout_cli::config_file`, this package's library
+//! half; [`megatron`] reads Megatron-LM's arguments through the library's
+//! table),
 //! [`target`] builds what the commands work on (a layout or a mesh) and
 //! answers every report's questions of it,
 //! [`commands`] runs the subcommand (each has its module; [`audit`] checks

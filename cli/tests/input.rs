@@ -320,3 +320,101 @@ fn zero_counts_are_errors() {
     // 1 is fine.
     common::stdout("suggest --tp 2 --world-size 16 --top 1");
 }
+
+/// Runs the binary with `args`, killed after `limit`: its exit code (None
+/// when it was killed or ended by a signal), stderr and how long it took.
+fn run_within(
+    args: &[&str],
+    limit: std::time::Duration,
+) -> (Option<i32>, String, std::time::Duration) {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    let start = std::time::Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rank-layout"))
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text);
+        text
+    });
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let elapsed = start.elapsed();
+    (
+        status.and_then(|s| s.code()),
+        reader.join().unwrap(),
+        elapsed,
+    )
+}
+
+#[test]
+fn deeply_nested_config_files_are_refused_quickly() {
+    // `{"tp": [[[...]]]}` 10,000 deep overflowed the stack (an abort), and
+    // 100,000 deep took seconds before that: the reader recursed and parsed
+    // again at every level. Now the file is parsed once, and nesting past
+    // the limit is an error naming the limit and the file.
+    let dir = temp_dir("deep-configs");
+    for depth in [10_000usize, 100_000] {
+        for (name, text) in [
+            (
+                format!("deep-{depth}.json"),
+                format!("{{\"tp\": {}{}}}", "[".repeat(depth), "]".repeat(depth)),
+            ),
+            (
+                format!("deep-{depth}-objects.json"),
+                format!("{}1{}", "{\"a\": ".repeat(depth), "}".repeat(depth)),
+            ),
+            (
+                format!("deep-{depth}.toml"),
+                format!("tp = {}{}\n", "[".repeat(depth), "]".repeat(depth)),
+            ),
+        ] {
+            let path = dir.join(&name);
+            std::fs::write(&path, text).unwrap();
+            let p = path.display().to_string();
+            let (code, stderr, took) = run_within(
+                &["groups", "--config", &p],
+                std::time::Duration::from_secs(30),
+            );
+            assert_eq!(code, Some(2), "{name}: {stderr}");
+            assert!(
+                stderr.contains("nesting deeper than 64 levels") && stderr.contains(&p),
+                "{name}: {stderr}"
+            );
+            // The message quotes no more than a line's worth of the file.
+            assert!(
+                stderr.len() < 400,
+                "{name}: {} bytes of stderr",
+                stderr.len()
+            );
+            assert!(took.as_secs_f64() < 5.0, "{name}: took {took:?}");
+        }
+    }
+    // 64 levels are read (and judged as keys: here a list is no size).
+    let path = dir.join("deep-64.json");
+    std::fs::write(
+        &path,
+        format!("{{\"tp\": {}{}}}", "[".repeat(63), "]".repeat(63)),
+    )
+    .unwrap();
+    let err = fails_with(
+        &format!("groups --config {}", path.display()),
+        "invalid type: sequence",
+    );
+    assert!(!err.contains("nesting"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

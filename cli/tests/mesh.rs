@@ -671,3 +671,22 @@ fn bad_mesh_keys_in_files_name_the_file_and_the_value() {
     assert!(err.contains("mesh = \"tp=2,dp=4\""), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn an_empty_mesh_is_the_librarys_error() {
+    // Refused as the library refuses `Mesh::new([])` (and Python `Mesh([])`),
+    // not as a parse error of the text.
+    const NO_DIMS: &str = "the mesh has no dims: give at least one (one rank is dp=1)";
+    for flag in ["--mesh", "--device-mesh"] {
+        let err = fails_with_args(&["groups", flag, ""], NO_DIMS);
+        assert!(err.contains(flag), "{err}");
+        fails_with_args(&["describe", flag, " "], NO_DIMS);
+    }
+    let dir = temp_dir("empty-mesh");
+    let path = dir.join("mesh.toml");
+    std::fs::write(&path, "mesh = \"\"\n").unwrap();
+    let p = path.display().to_string();
+    let err = fails_with_args(&["groups", "--config", &p], NO_DIMS);
+    assert!(err.contains(&p), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -272,7 +272,7 @@ fn groups_check_describe_render_per_module() {
 
 #[test]
 fn malformed_files_are_errors_naming_the_problem() {
-    let cases: [(&str, &str, &str); 11] = [
+    let cases: [(&str, &str, &str); 14] = [
         (
             "unknown.toml",
             "[[modules]]\nname = \"a\"\nmesh = \"tp=2\"\nsize = 3\n",
@@ -320,6 +320,14 @@ fn malformed_files_are_errors_naming_the_problem() {
         ),
         ("bad.toml", "[[modules]\nname = 1\n", "invalid modules TOML"),
         ("bad.json", "{\"modules\": [", "invalid modules JSON"),
+        // A file that is no table says what it must be and what it is.
+        (
+            "array.json",
+            "[1, 2, 3]",
+            "a modules file must be a table with `modules` (and optionally `edges`",
+        ),
+        ("empty-array.json", "[]", "; found an array"),
+        ("number.json", "5", "; found the number 5"),
     ];
     for (name, text, needle) in cases {
         let path = file("malformed", name, text);

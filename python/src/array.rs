@@ -1,6 +1,7 @@
 //! A kind's groups as a NumPy array, written by the crate's fill.
 
 use numpy::{PyArray1, PyArray2, PyArrayMethods};
+use pyo3::exceptions::PyMemoryError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PySlice};
 use rank_layout::Groups;
@@ -23,6 +24,7 @@ pub(crate) fn array_of<'py>(
     // A kind's groups come in at most two runs of one size (the encoder's
     // groups, then the decoder's), so the first and the last tell.
     let width = width_of(kind, &groups)?;
+    crate::memory::check_array(groups.member_count())?;
     let members = py
         .detach(move || groups.table().map(|t| t.into_members()))
         .or_raise()?;
@@ -51,7 +53,7 @@ pub(crate) fn arrays_of<'py>(
     }
     crate::memory::check_array(total)?;
     let len = usize::try_from(total)
-        .map_err(|_| raise(format!("{total} members do not fit this machine")))?;
+        .map_err(|_| PyMemoryError::new_err(format!("{total} members do not fit this machine")))?;
     let members = py
         .detach(|| -> Result<Vec<u32>, rank_layout::Error> {
             let mut all: Vec<u32> = Vec::new();

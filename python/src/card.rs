@@ -13,7 +13,10 @@ pub(crate) fn membership<'py>(py: Python<'py>, m: &Membership) -> PyResult<Bound
     d.set_item("color", m.color)?;
     d.set_item("key", m.key)?;
     crate::memory::check_ints(m.group.len() as u64)?;
-    d.set_item("members", m.group.try_to_vec().or_raise()?)?;
+    d.set_item(
+        "members",
+        crate::lists::ints(py, m.group.try_to_vec().or_raise()?)?,
+    )?;
     Ok(d)
 }
 

@@ -2,7 +2,7 @@
 //! conversion of the crate's errors into it.
 
 use pyo3::create_exception;
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyMemoryError, PyValueError};
 use pyo3::prelude::*;
 use rank_layout::Error;
 
@@ -22,9 +22,11 @@ create_exception!(
 );
 
 /// The exception for a crate error: its message, unchanged, except where it
-/// names a Rust call that is spelled differently in Python.
+/// names a Rust call that is spelled differently in Python. Memory that
+/// cannot be allocated is a `MemoryError`, as everywhere in Python.
 pub(crate) fn from_crate(error: Error) -> PyErr {
     let message = match error {
+        e @ Error::OutOfMemory { .. } => return PyMemoryError::new_err(e.to_string()),
         Error::OverlappingKind { kind, rounds, .. } => format!(
             "groups of kind {kind} overlap (a rank can be in {rounds} of them); \
              use split(rank, kind, round), splits(rank) or memberships(rank, kind)"

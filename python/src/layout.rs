@@ -35,8 +35,9 @@ type SplitStep = (String, u32, u32, Option<(u32, u32)>);
 /// - ``encoder_tp``, ``encoder_pp``: giving either makes an encoder +
 ///   decoder layout (an encoder grid with its own tp and pp before the
 ///   decoder);
-/// - ``expert_layout``: ``"nested"`` (default: experts carved out of dp) or
-///   ``"folded"`` (a second expert grid, Megatron-Core's MoE folding);
+/// - ``expert_layout``: ``"folded"`` (default: a second expert grid,
+///   Megatron-Core's MoE folding) or ``"nested"`` (experts carved out of
+///   dp, Megatron-LM 2024);
 /// - ``etp``: expert tensor-parallel size (folded; default ``tp``);
 /// - ``hierarchical_cp``: context-parallel level sizes, innermost first,
 ///   whose product is ``cp``;
@@ -83,7 +84,7 @@ impl PyLayout {
     #[new]
     #[pyo3(
         signature = (*args, **config),
-        text_signature = "(*, tp=1, cp=1, ep=1, dp=None, pp=1, world_size=None, order='tp-cp-ep-dp-pp', rank_offset=0, encoder_tp=None, encoder_pp=None, expert_layout='nested', etp=None, hierarchical_cp=None, dist_opt_instances=None)"
+        text_signature = "(*, tp=1, cp=1, ep=1, dp=None, pp=1, world_size=None, order='tp-cp-ep-dp-pp', rank_offset=0, encoder_tp=None, encoder_pp=None, expert_layout='folded', etp=None, hierarchical_cp=None, dist_opt_instances=None)"
     )]
     fn new(args: &Bound<'_, PyTuple>, config: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
         if !args.is_empty() {
@@ -171,11 +172,14 @@ impl PyLayout {
     ///
     /// >>> Layout(tp=2, dp=3, pp=4, order="tp-dp-pp").groups("dp")[-1]
     /// [19, 21, 23]
-    fn groups(&self, kind: &Bound<'_, PyAny>) -> PyResult<Vec<Vec<u32>>> {
+    fn groups<'py>(
+        &self,
+        py: Python<'py>,
+        kind: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
         let groups = self.inner.groups(self::kind(kind)?).or_raise()?;
         crate::memory::check_ints(groups.member_count())?;
-        let table = groups.table().or_raise()?;
-        Ok(table.iter().map(<[u32]>::to_vec).collect())
+        crate::lists::table_rows(py, groups.table().or_raise()?)
     }
 
     /// The groups of ``kind`` as a NumPy ``uint32`` array of shape
@@ -233,7 +237,12 @@ impl PyLayout {
     ///
     /// >>> Layout(tp=2, pp=4, world_size=16, order="tp-dp-pp").group("pp", 1)
     /// [1, 5, 9, 13]
-    fn group(&self, kind: &Bound<'_, PyAny>, index: &Bound<'_, PyAny>) -> PyResult<Vec<u32>> {
+    fn group<'py>(
+        &self,
+        py: Python<'py>,
+        kind: &Bound<'py, PyAny>,
+        index: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
         let kind = self::kind(kind)?;
         let mut groups = self.inner.groups(kind).or_raise()?;
         let count = groups.len();
@@ -245,7 +254,7 @@ impl PyLayout {
         let i = self::index("index", index, past)?;
         let group = groups.nth(i as usize).ok_or_else(|| past(i.to_string()))?;
         crate::memory::check_ints(group.len() as u64)?;
-        group.try_to_vec().or_raise()
+        crate::lists::ints(py, group.try_to_vec().or_raise()?)
     }
 
     /// Everything about ``rank``: its grid (``part``), its coordinates, and

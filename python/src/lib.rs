@@ -10,7 +10,9 @@
 //! - [`kind`]: kind names;
 //! - [`layout`]: the `Layout` class;
 //! - [`array`]: `groups_array`, NumPy arrays filled by the crate;
-//! - [`card`]: a rank's answers as dicts.
+//! - [`card`]: a rank's answers as dicts;
+//! - [`lists`]: ranks as Python lists, every allocation fallible;
+//! - [`memory`]: the memory a list may take, checked before it is made.
 //! - [`modules`]: the `Modules` class (modules, edges, bridge plans).
 #![forbid(unsafe_code)]
 // The doc comments of `#[pyclass]` and `#[pymethods]` items are Python
@@ -29,6 +31,7 @@ mod config;
 mod error;
 mod kind;
 mod layout;
+mod lists;
 mod megatron;
 mod memory;
 mod mesh;
@@ -50,5 +53,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(megatron::megatron_config, m)?)?;
     m.add_function(wrap_pyfunction!(megatron::audit, m)?)?;
     m.add("MEGATRON_ARGS", megatron::table(m.py())?)?;
+    m.add_function(wrap_pyfunction!(memory::memory_limits, m)?)?;
     Ok(())
 }

@@ -1,8 +1,9 @@
 //! Megatron-LM's vocabulary: its arguments read through the crate's one
 //! table (`megatron_config`), and its `RankGenerator`.
 
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyList, PyMapping, PyString};
+use pyo3::types::{PyBool, PyDict, PyList, PyMapping, PyString, PyTuple};
 use rank_layout::megatron::{
     ArgType, Handling, MEGATRON_ARGS, MegatronArg, MegatronArgs, MegatronValue, RankGenerator,
     Source,
@@ -57,26 +58,47 @@ fn read_from_python(arg: &MegatronArg) -> bool {
     }
 }
 
-/// The configuration keys of Megatron-LM arguments, read through the
-/// crate's table with Megatron-Core's defaults: ``args`` is an
-/// ``argparse.Namespace`` (Megatron-LM's ``get_args()``), a mapping, or any
-/// object with the attributes; missing or ``None`` arguments are left out.
-/// ``tensor_parallel_num_weight_shards`` S gives ``gtp_remat`` S / tp (and
-/// the expert one ``expert_gtp_remat`` S / etp); an argument that changes
-/// the groups in a way rank-layout does not model
-/// (``hybrid_context_parallel``, ...) raises unless ``None`` or ``False``.
+/// What `megatron_config` and `Layout.from_megatron_args` take.
+const FORMS: &str = "an argparse.Namespace (or any object with the arguments as attributes), a mapping, a command line (str) or its words (a list of str)";
+
+/// The Megatron-LM arguments of `args`, in any of its [`FORMS`].
 ///
-/// >>> from rank_layout import megatron_config
-/// >>> megatron_config({"tensor_model_parallel_size": 4, "world_size": 32})
-/// {'tp': 4, 'world_size': 32}
-/// >>> megatron_config({"tensor_model_parallel_size": 2, "tensor_parallel_num_weight_shards": 8})
-/// {'tp': 2, 'gtp_remat': 4}
-#[pyfunction]
-pub(crate) fn megatron_config<'py>(
-    py: Python<'py>,
-    args: &Bound<'py, PyAny>,
-) -> PyResult<Bound<'py, PyDict>> {
+/// # Errors
+/// `TypeError` naming the type of `args` (or of a word) when it is none of
+/// the forms; `LayoutError` for a value out of range.
+fn parsed_args(args: &Bound<'_, PyAny>) -> PyResult<MegatronArgs> {
+    if args.is_instance_of::<PyString>() {
+        return MegatronArgs::parse_command_line(&args.extract::<String>()?).or_raise();
+    }
+    if args.is_instance_of::<PyList>() || args.is_instance_of::<PyTuple>() {
+        let words = args
+            .try_iter()?
+            .enumerate()
+            .map(|(i, w)| {
+                let w = w?;
+                if !w.is_instance_of::<PyString>() {
+                    return Err(PyTypeError::new_err(format!(
+                        "megatron arguments as words must be str, got {} at index {i}",
+                        describe(&w)
+                    )));
+                }
+                w.extract::<String>()
+            })
+            .collect::<PyResult<Vec<String>>>()?;
+        return MegatronArgs::parse_words(&words).or_raise();
+    }
     let mapping = args.cast::<PyMapping>().ok();
+    if mapping.is_none()
+        && !args.hasattr("__dict__")?
+        && !MEGATRON_ARGS
+            .iter()
+            .any(|a| args.hasattr(a.name).unwrap_or(false))
+    {
+        return Err(PyTypeError::new_err(format!(
+            "megatron arguments must be {FORMS}; got {}",
+            describe(args)
+        )));
+    }
     let mut parsed = MegatronArgs::new();
     for arg in MEGATRON_ARGS.iter().filter(|a| read_from_python(a)) {
         let obj = match &mapping {
@@ -93,6 +115,34 @@ pub(crate) fn megatron_config<'py>(
             parsed.set(arg.name, v).or_raise()?;
         }
     }
+    Ok(parsed)
+}
+
+/// The configuration keys of Megatron-LM arguments, read through the
+/// crate's table with Megatron-Core's defaults: ``args`` is an
+/// ``argparse.Namespace`` (Megatron-LM's ``get_args()``), a mapping, or any
+/// object with the attributes (missing or ``None`` arguments are left
+/// out); or a pasted command line (``str``, as the command line's
+/// ``--megatron-args``) or its words (a list of ``str``, ``sys.argv``),
+/// whose other arguments are ignored. Anything else is a ``TypeError``
+/// naming its type. ``tensor_parallel_num_weight_shards`` S gives
+/// ``gtp_remat`` S / tp (the expert one ``expert_gtp_remat`` S / etp); an
+/// argument that changes the groups in a way rank-layout does not model
+/// (``hybrid_context_parallel``, ...) raises unless ``None`` or ``False``.
+///
+/// >>> from rank_layout import megatron_config
+/// >>> megatron_config({"tensor_model_parallel_size": 4, "world_size": 32})
+/// {'tp': 4, 'world_size': 32}
+/// >>> megatron_config("pretrain_gpt.py --tensor-model-parallel-size 4 --lr 1e-4")
+/// {'tp': 4}
+/// >>> megatron_config({"tensor_model_parallel_size": 2, "tensor_parallel_num_weight_shards": 8})
+/// {'tp': 2, 'gtp_remat': 4}
+#[pyfunction]
+pub(crate) fn megatron_config<'py>(
+    py: Python<'py>,
+    args: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let parsed = parsed_args(args)?;
     let config = parsed.config().or_raise()?;
     let all = config::to_dict(py, &config)?;
     let out = PyDict::new(py);
@@ -109,6 +159,15 @@ pub(crate) fn megatron_config<'py>(
         };
         if set {
             out.set_item(key, v)?;
+        }
+    }
+    // The weight-shard keys, when the arguments give an axis.
+    for (key, size) in [
+        ("gtp_remat", config.gtp_remat),
+        ("expert_gtp_remat", config.expert_gtp_remat),
+    ] {
+        if size != 1 {
+            out.set_item(key, size)?;
         }
     }
     // The weight-shard keys, when the arguments give an axis.
@@ -207,6 +266,8 @@ pub(crate) fn table<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
 #[pyclass(frozen, name = "RankGenerator", module = "rank_layout.megatron")]
 pub(crate) struct PyRankGenerator {
     inner: RankGenerator,
+    /// `tp * dp * pp * cp`: the members of any token's groups.
+    world: u64,
 }
 
 #[pymethods]
@@ -227,25 +288,55 @@ impl PyRankGenerator {
             Some(o) => offset("rank_offset", o)?,
             None => 0,
         };
-        let inner = RankGenerator::new(
+        let (tp, dp, pp, cp) = (
             size("tp", tp)?,
-            size("ep", ep)?,
             size("dp", dp)?,
             size("pp", pp)?,
             size("cp", cp)?,
+        );
+        let inner = RankGenerator::new(
+            tp,
+            size("ep", ep)?,
+            dp,
+            pp,
+            cp,
             &string("order", "'tp-cp-ep-dp-pp'", order)?,
             offset,
         )
         .or_raise()?;
-        Ok(PyRankGenerator { inner })
+        let world = [tp, dp, pp, cp]
+            .into_iter()
+            .fold(1u64, |w, s| w.saturating_mul(u64::from(s)));
+        Ok(PyRankGenerator { inner, world })
     }
 
     /// The groups of the axes in ``token`` (``"tp-dp"``), as Megatron-LM
     /// lists them; with ``independent_ep``, ``ep`` is an axis and ``dp``
     /// means ``dp // ep``.
     #[pyo3(signature = (token, independent_ep=false))]
-    fn get_ranks(&self, token: &Bound<'_, PyAny>, independent_ep: bool) -> PyResult<Vec<Vec<u32>>> {
+    fn get_ranks<'py>(
+        &self,
+        py: Python<'py>,
+        token: &Bound<'py, PyAny>,
+        independent_ep: bool,
+    ) -> PyResult<Bound<'py, PyList>> {
         let token = string("token", "'tp-dp'", token)?;
-        self.inner.get_ranks(&token, independent_ep).or_raise()
+        crate::memory::check_ints(self.world)?;
+        let groups = self.inner.get_ranks(&token, independent_ep).or_raise()?;
+        let width = groups.first().map_or(0, Vec::len);
+        let out = PyList::empty(py);
+        if groups.iter().all(|g| g.len() == width) {
+            let total = groups.len().saturating_mul(width);
+            let mut members = Vec::new();
+            members.try_reserve_exact(total).map_err(|_| {
+                pyo3::exceptions::PyMemoryError::new_err(format!("cannot allocate {total} members"))
+            })?;
+            members.extend(groups.iter().flatten());
+            return crate::lists::rows(py, members, groups.len(), width);
+        }
+        for g in groups {
+            out.append(crate::lists::ints(py, g)?)?;
+        }
+        Ok(out)
     }
 }

@@ -346,14 +346,18 @@ impl PyMesh {
     /// >>> Mesh([("tp", 2), ("dp", 2)]).groups("dp")
     /// [[0, 2], [1, 3]]
     #[pyo3(signature = (dims, view=None))]
-    fn groups(&self, dims: &Bound<'_, PyAny>, view: Option<&str>) -> PyResult<Vec<Vec<u32>>> {
+    fn groups<'py>(
+        &self,
+        py: Python<'py>,
+        dims: &Bound<'py, PyAny>,
+        view: Option<&str>,
+    ) -> PyResult<Bound<'py, PyList>> {
         let groups = self
             .inner
             .groups_selected(self.selection(dims, view)?)
             .or_raise()?;
         crate::memory::check_ints(groups.member_count())?;
-        let table = groups.table().or_raise()?;
-        Ok(table.iter().map(<[u32]>::to_vec).collect())
+        crate::lists::table_rows(py, groups.table().or_raise()?)
     }
 
     /// The groups of ``dims`` as a NumPy ``uint32`` array (groups, size),

@@ -227,25 +227,47 @@ fn dims_spec(obj: &Bound<'_, PyAny>) -> PyResult<String> {
     Ok(names.join("-"))
 }
 
-fn groups(g: &GroupList) -> Vec<Vec<u32>> {
-    g.to_vecs()
+/// A plan's groups as a list of lists of ints ([`crate::lists`]).
+fn groups<'py>(py: Python<'py>, g: &GroupList) -> PyResult<Bound<'py, PyList>> {
+    let members = crate::lists::try_copy(g.members())?;
+    crate::lists::rows(py, members, g.len(), g.group_size())
+}
+
+/// Ranks as a list of ints ([`crate::lists`]).
+fn ints<'py>(py: Python<'py>, ranks: &[u32]) -> PyResult<Bound<'py, PyList>> {
+    crate::lists::ints(py, crate::lists::try_copy(ranks)?)
+}
+
+/// Pairs of ranks as a list of tuples, made by NumPy and Python (every
+/// allocation fallible).
+fn pairs<'py>(py: Python<'py>, pairs: &[(u32, u32)]) -> PyResult<Bound<'py, PyAny>> {
+    let mut flat = Vec::new();
+    flat.try_reserve_exact(pairs.len().saturating_mul(2))
+        .map_err(|_| pyo3::exceptions::PyMemoryError::new_err("cannot allocate the pairs"))?;
+    flat.extend(pairs.iter().flat_map(|(a, b)| [*a, *b]));
+    let rows = crate::lists::rows(py, flat, pairs.len(), 2)?;
+    let builtins = py.import("builtins")?;
+    let tuples = builtins
+        .getattr("map")?
+        .call1((builtins.getattr("tuple")?, rows))?;
+    builtins.getattr("list")?.call1((tuples,))
 }
 
 /// A bridge plan as a dict (see [`PyModules::bridge`]).
 fn bridge_dict<'py>(py: Python<'py>, b: &Bridge) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
-    d.set_item("src_leaders", b.src_leaders.clone())?;
-    d.set_item("dst_leaders", b.dst_leaders.clone())?;
-    d.set_item("pairs", b.pairs.clone())?;
-    d.set_item("src_broadcast", groups(&b.src_broadcast))?;
-    d.set_item("dst_broadcast", groups(&b.dst_broadcast))?;
+    d.set_item("src_leaders", ints(py, &b.src_leaders)?)?;
+    d.set_item("dst_leaders", ints(py, &b.dst_leaders)?)?;
+    d.set_item("pairs", pairs(py, &b.pairs)?)?;
+    d.set_item("src_broadcast", groups(py, &b.src_broadcast)?)?;
+    d.set_item("dst_broadcast", groups(py, &b.dst_broadcast)?)?;
     if let Some(g) = &b.dst_cp_reduce {
-        d.set_item("dst_cp_reduce", groups(g))?;
+        d.set_item("dst_cp_reduce", groups(py, g)?)?;
     }
     if let Some(g) = &b.src_cp_gather {
-        d.set_item("src_cp_gather", groups(g))?;
+        d.set_item("src_cp_gather", groups(py, g)?)?;
     }
-    d.set_item("bridge_group", b.bridge_group.clone())?;
+    d.set_item("bridge_group", ints(py, &b.bridge_group)?)?;
     if let Some(c) = &b.colocated {
         d.set_item("colocated", colocated_dict(py, b, c)?)?;
     }
@@ -261,14 +283,14 @@ fn colocated_dict<'py>(
     d.set_item("mode", c.mode.name())?;
     d.set_item("direction", b.direction.name())?;
     d.set_item("scale", b.scale)?;
-    d.set_item("gather_groups", groups(&c.gather_groups))?;
-    d.set_item("slots", c.slots.clone())?;
+    d.set_item("gather_groups", groups(py, &c.gather_groups)?)?;
+    d.set_item("slots", ints(py, &c.slots)?)?;
     d.set_item("reason", c.reason.clone())?;
     if let Some(g) = &c.src_cp_gather {
-        d.set_item("src_cp_gather", groups(g))?;
+        d.set_item("src_cp_gather", groups(py, g)?)?;
     }
     if let Some(g) = &c.dst_cp_reduce {
-        d.set_item("dst_cp_reduce", groups(g))?;
+        d.set_item("dst_cp_reduce", groups(py, g)?)?;
     }
     Ok(d)
 }

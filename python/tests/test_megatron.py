@@ -101,6 +101,40 @@ def test_errors_are_layout_errors() -> None:
         Layout.from_megatron_args({}, tensor_model_parallel_size=2)
 
 
+@pytest.mark.parametrize("args", [42, 4.2, None, True, b"--tensor-model-parallel-size 2", object()])
+def test_an_argument_of_no_known_form_is_a_type_error(args) -> None:
+    """from_megatron_args(42) was Layout(dp=1, world_size=1): an object
+    with none of the arguments read as all defaults."""
+    with pytest.raises(TypeError) as e:
+        Layout.from_megatron_args(args)
+    assert type(args).__name__ in str(e.value)
+    assert "argparse.Namespace" in str(e.value)
+    with pytest.raises(TypeError):
+        megatron_config(args)
+
+
+def test_a_command_line_or_its_words() -> None:
+    """A pasted command line (str), as the command line's --megatron-args,
+    or its words (a list of str, sys.argv), as Megatron-LM parses them."""
+    line = "torchrun pretrain_gpt.py --tensor-model-parallel-size 2 --lr 3e-4 --pipeline-model-parallel-size=2 --world-size 16"
+    want = Layout.from_megatron_args({"tensor_model_parallel_size": 2, "pipeline_model_parallel_size": 2,
+                                      "world_size": 16})
+    assert Layout.from_megatron_args(line) == want
+    assert Layout.from_megatron_args(line.split()) == want
+    assert Layout.from_megatron_args(tuple(line.split())) == want
+    # Words are not split again: a word with a space or a quote stays one.
+    assert Layout.from_megatron_args(["--data-path", "a b'c", "--tensor-model-parallel-size", "4"]).sizes["tp"] == 4
+    with pytest.raises(TypeError, match="int"):
+        Layout.from_megatron_args(["--tensor-model-parallel-size", 2])
+    with pytest.raises(LayoutError, match="--tensor-model-parallel-size"):
+        Layout.from_megatron_args("--tensor-model-parallel-size $TP")
+    # Objects with attributes are still read, an empty namespace as defaults.
+    import types
+
+    assert Layout.from_megatron_args(types.SimpleNamespace(tensor_model_parallel_size=2)).sizes["tp"] == 2
+    assert Layout.from_megatron_args(argparse.Namespace()) == Layout()
+
+
 def test_rank_generator_against_megatron_4ff9e66() -> None:
     """rank_layout.megatron.RankGenerator against the lists Megatron-LM
     4ff9e66's own RankGenerator returned (tests/data/megatron), keywords and

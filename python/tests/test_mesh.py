@@ -84,6 +84,26 @@ def test_bad_input_is_a_layout_error_naming_the_value(make, message) -> None:
     assert message in str(e.value)
 
 
+NO_DIMS = "the mesh has no dims: give at least one (one rank is dp=1)"
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: Mesh([]),
+        lambda: Mesh({}),
+        lambda: Mesh.from_device_mesh((), ()),
+        lambda: Mesh.from_hyper_comm_grid([], [], 4),
+    ],
+)
+def test_an_empty_mesh_is_refused_as_the_command_line_refuses_it(make) -> None:
+    """Mesh([]) was a mesh of one rank and no dims, while the command line
+    refused --mesh "": the library's one rule, its one message."""
+    with pytest.raises(LayoutError) as e:
+        make()
+    assert str(e.value) == NO_DIMS
+
+
 def test_meshes_pickle_with_views_flattens_offsets_and_rank_maps() -> None:
     import pickle
 

@@ -312,7 +312,29 @@ impl MegatronArgs {
     /// # Ok::<(), rank_layout::Error>(())
     /// ```
     pub fn parse_command_line(text: &str) -> Result<MegatronArgs> {
-        let words = words(text)?;
+        MegatronArgs::parse_split(words(text)?)
+    }
+
+    /// The parallelism arguments of a command line already split into
+    /// words (a program's `argv`, Python's `sys.argv`): as
+    /// [`parse_command_line`](Self::parse_command_line), without the
+    /// shell's quoting or comments (each word is taken as it is).
+    ///
+    /// # Errors
+    /// As [`parse_command_line`](Self::parse_command_line), but for quotes.
+    ///
+    /// ```
+    /// use rank_layout::megatron::MegatronArgs;
+    /// let argv = ["pretrain_gpt.py", "--data-path", "my data's dir", "--tensor-model-parallel-size", "4"];
+    /// assert_eq!(MegatronArgs::parse_words(&argv)?.config()?.tp, 4);
+    /// # Ok::<(), rank_layout::Error>(())
+    /// ```
+    pub fn parse_words<S: AsRef<str>>(words: &[S]) -> Result<MegatronArgs> {
+        MegatronArgs::parse_split(words.iter().map(|w| w.as_ref().to_owned()).collect())
+    }
+
+    /// The arguments of words split as bash splits them.
+    fn parse_split(words: Vec<String>) -> Result<MegatronArgs> {
         let defined: Vec<&str> = words.iter().filter_map(|w| assigned(w)).collect();
         let mut args = MegatronArgs::new();
         let mut missing: Vec<String> = Vec::new();

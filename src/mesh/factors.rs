@@ -44,9 +44,15 @@ impl Factors {
     /// errors (`the mesh`, `view expert`).
     ///
     /// # Errors
-    /// [`Error::BadName`], [`Error::DuplicateName`], [`Error::ZeroDim`],
-    /// [`Error::TooManyDims`], [`Error::Overflow`] past `u32` ranks.
+    /// [`Error::NoDims`] for none, [`Error::BadName`],
+    /// [`Error::DuplicateName`], [`Error::ZeroDim`], [`Error::TooManyDims`],
+    /// [`Error::Overflow`] past `u32` ranks.
     pub fn new(dims: &[(String, u32)], place: &str) -> Result<Factors> {
+        if dims.is_empty() {
+            return Err(Error::NoDims {
+                place: place.to_owned(),
+            });
+        }
         if dims.len() > MAX_DIMS {
             return Err(Error::TooManyDims {
                 count: dims.len(),

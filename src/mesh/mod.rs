@@ -125,6 +125,7 @@ impl Mesh {
     /// A mesh of the named dims, first fastest, from rank 0.
     ///
     /// # Errors
+    /// [`Error::NoDims`] for no dims (a mesh of one rank is `[("dp", 1)]`);
     /// [`Error::BadName`] for an empty name or one with other characters
     /// than letters, digits and `_`; [`Error::DuplicateName`];
     /// [`Error::ZeroDim`]; [`Error::TooManyDims`] past eight dims;

@@ -89,10 +89,16 @@ impl MeshSpec {
     /// Parses `name=size,name=size,...` (first dim fastest).
     ///
     /// # Errors
+    /// [`Error::NoDims`] for blank text, as [`Mesh::new`] for no dims;
     /// [`Error::BadSpec`] naming the text: an empty part, a dim without a
     /// size, a size that is not an integer. Names and sizes are checked
     /// by [`build`](Self::build).
     pub fn parse(text: &str) -> Result<MeshSpec> {
+        if text.trim().is_empty() {
+            return Err(Error::NoDims {
+                place: "the mesh".into(),
+            });
+        }
         let mut dims = Vec::new();
         for part in text.split(',') {
             let (name, size) = dim(part, "mesh", text)?;

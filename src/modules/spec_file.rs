@@ -1,6 +1,9 @@
 //! Reading a modules file (feature `serde`): the forms a [`ModulesSpec`]
 //! may be written in, each turned into the one value.
 //!
+//! - The file: a table (JSON object) with `modules`, and optionally
+//!   `edges` or `topology`, `colocated` and `rank_offset`; anything else
+//!   is an error saying so and naming what was found.
 //! - `modules`: an array of tables with a `name`, or a table of tables by
 //!   name, in the order written.
 //! - A module: `mesh = "tp=2,dp=4"`; or `dims` as that text, as `[[name,
@@ -219,10 +222,61 @@ struct RawSpec {
     topology: Option<Ordered<Vec<String>>>,
 }
 
+/// What a modules file must be, for the error when it is something else.
+const FILE_IS_A_TABLE: &str = "a modules file must be a table with `modules` (and optionally `edges` or `topology`, `colocated`, `rank_offset`)";
+
+/// The whole file: a table, read as [`RawSpec`]; anything else is an error
+/// saying what the file must be and what it is (serde would otherwise read
+/// an array as the fields in order: "expected a boolean").
+struct FileVisitor;
+
+impl FileVisitor {
+    fn not_a_table<E: de::Error>(found: &str) -> Result<RawSpec, E> {
+        Err(E::custom(format!("{FILE_IS_A_TABLE}; found {found}")))
+    }
+}
+
+impl<'de> Visitor<'de> for FileVisitor {
+    type Value = RawSpec;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(FILE_IS_A_TABLE)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<RawSpec, A::Error> {
+        RawSpec::deserialize(de::value::MapAccessDeserializer::new(map))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, _: A) -> Result<RawSpec, A::Error> {
+        Self::not_a_table("an array")
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<RawSpec, E> {
+        Self::not_a_table(&format!("the boolean {v}"))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<RawSpec, E> {
+        Self::not_a_table(&format!("the number {v}"))
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<RawSpec, E> {
+        Self::not_a_table(&format!("the number {v}"))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<RawSpec, E> {
+        Self::not_a_table(&format!("the number {v}"))
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<RawSpec, E> {
+        Self::not_a_table("a string")
+    }
+    fn visit_bytes<E: de::Error>(self, _: &[u8]) -> Result<RawSpec, E> {
+        Self::not_a_table("bytes")
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<RawSpec, E> {
+        Self::not_a_table("null")
+    }
+    fn visit_none<E: de::Error>(self) -> Result<RawSpec, E> {
+        Self::not_a_table("null")
+    }
+}
+
 impl<'de> Deserialize<'de> for ModulesSpec {
     /// Any of the forms of the module documentation (`modules::spec_file`).
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let raw = RawSpec::deserialize(d)?;
+        let raw = d.deserialize_any(FileVisitor)?;
         let modules = raw.modules.map(|m| m.0).unwrap_or_default();
         let mut spec = ModulesSpec::new(modules);
         spec.colocated = raw.colocated;

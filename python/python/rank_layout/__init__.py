@@ -141,7 +141,11 @@ class Layout(_NativeLayout):
         """The layout Megatron-Core builds from Megatron-LM's arguments.
 
         ``args`` is an ``argparse.Namespace`` (Megatron-LM's ``get_args()``),
-        a dict, or any object with the attributes. The arguments read are
+        a dict, or any object with the attributes; or a pasted command line
+        (a ``str``, as the command line's ``--megatron-args``) or its words
+        (a list of ``str``, such as ``sys.argv``), whose other arguments are
+        ignored. Anything else (``42``) is a ``TypeError`` naming its type.
+        The arguments read are
         the rows of :data:`MEGATRON_ARGS` (the crate's one table, which the
         command line's flags and configuration files read too), with
         Megatron-Core's defaults:
@@ -184,6 +188,8 @@ class Layout(_NativeLayout):
         >>> layout.shape, layout.sizes["dp"], layout.sizes["edp"]
         ('folded', 4, 4)
         >>> Layout.from_megatron_args({"tensor_model_parallel_size": 8, "world_size": 64}).sizes["dp"]
+        8
+        >>> Layout.from_megatron_args("pretrain_gpt.py --tensor-model-parallel-size 8 --world-size 64").sizes["dp"]
         8
         """
         config = megatron_config(args)

@@ -91,7 +91,7 @@ class Layout:
         rank_offset: Optional[Int] = 0,
         encoder_tp: Optional[Int] = None,
         encoder_pp: Optional[Int] = None,
-        expert_layout: Optional[Literal["nested", "folded"]] = "nested",
+        expert_layout: Optional[Literal["nested", "folded"]] = "folded",
         etp: Optional[Int] = None,
         hierarchical_cp: Optional[Sequence[Int]] = None,
         dist_opt_instances: Optional[Int] = None,
@@ -240,9 +240,9 @@ class Modules:
         """``rank``'s role on the edge ``src -> dst``."""
     def roles(self, rank: Int) -> list[BridgeRole]:
         """``rank``'s role on every edge, in ``edges`` order."""
-    def split(self, rank: Int, dims: str | Sequence[str], round: Optional[Int] = 0) -> Optional[tuple[int, int]]:
+    def split(self, rank: Int, dims: str | Sequence[str], round: Optional[Int] = None) -> Optional[tuple[int, int]]:
         """``rank``'s Split in the groups of ``dims`` in round ``round``, or None."""
-    def members(self, rank: Int, dims: str | Sequence[str], round: Optional[Int] = 0) -> Optional[list[int]]:
+    def members(self, rank: Int, dims: str | Sequence[str], round: Optional[Int] = None) -> Optional[list[int]]:
         """The members of ``rank``'s group of ``dims`` in round ``round``, in key order, or None."""
     def __len__(self) -> int: ...
     def __eq__(self, other: object) -> bool: ...

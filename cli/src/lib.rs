@@ -1,0 +1,18 @@
+//! The library half of the `rank-layout` command: the parts that need no
+//! command line, kept apart so that the fuzz targets (`fuzz/`) and tests
+//! can call them. Today that is the configuration file's reader
+//! ([`config_file`]): text in, keys and values out, before any key is
+//! judged. The binary (`src/main.rs`) does everything else.
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing
+    )
+)]
+
+pub mod config_file;
