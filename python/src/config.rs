@@ -9,7 +9,7 @@ use crate::error::{OrRaise, raise};
 use crate::value::{describe, offset, size, string};
 
 /// Every key, in the JSON configuration's order.
-pub(crate) const KEYS: [&str; 14] = [
+pub(crate) const KEYS: [&str; 16] = [
     "tp",
     "cp",
     "ep",
@@ -24,6 +24,8 @@ pub(crate) const KEYS: [&str; 14] = [
     "etp",
     "hierarchical_cp",
     "dist_opt_instances",
+    "gtp_remat",
+    "expert_gtp_remat",
 ];
 
 /// The configuration of `kwargs`: every key optional, `None` the same as
@@ -67,6 +69,8 @@ pub(crate) fn from_kwargs(kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Config
             "dist_opt_instances" => {
                 config.dist_opt_instances = size("dist_opt_instances", v)?;
             }
+            "gtp_remat" => config.gtp_remat = size("gtp_remat", v)?,
+            "expert_gtp_remat" => config.expert_gtp_remat = size("expert_gtp_remat", v)?,
             _ => return Err(unknown(&key)),
         }
     }
@@ -115,10 +119,13 @@ pub(crate) fn to_dict<'py>(py: Python<'py>, config: &Config) -> PyResult<Bound<'
     d.set_item("etp", config.etp)?;
     d.set_item("hierarchical_cp", config.hierarchical_cp.clone())?;
     d.set_item("dist_opt_instances", config.dist_opt_instances)?;
+    d.set_item("gtp_remat", config.gtp_remat)?;
+    d.set_item("expert_gtp_remat", config.expert_gtp_remat)?;
     Ok(d)
 }
 
-/// `{"tp", "cp", "ep", "dp", "pp", "etp", "edp"}` of one grid.
+/// `{"tp", "cp", "ep", "dp", "pp", "etp", "edp", "gtp_remat", "egtp_remat"}`
+/// of one grid.
 pub(crate) fn sizes<'py>(py: Python<'py>, s: &Sizes) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     for (name, value) in [
@@ -129,6 +136,8 @@ pub(crate) fn sizes<'py>(py: Python<'py>, s: &Sizes) -> PyResult<Bound<'py, PyDi
         ("pp", s.pp),
         ("etp", s.etp),
         ("edp", s.edp),
+        ("gtp_remat", s.gtp_remat),
+        ("egtp_remat", s.egtp_remat),
     ] {
         d.set_item(name, value)?;
     }

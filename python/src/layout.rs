@@ -36,12 +36,21 @@ type SplitStep = (String, u32, u32, Option<(u32, u32)>);
 ///   decoder layout (an encoder grid with its own tp and pp before the
 ///   decoder);
 /// - ``expert_layout``: ``"folded"`` (default: a second expert grid,
-///   Megatron-Core's MoE folding) or ``"nested"`` (experts carved out of
-///   dp, Megatron-LM 2024);
+///   Megatron-Core's MoE folding) or ``"nested"`` (experts carved out of dp,
+///   Megatron-LM 2024);
 /// - ``etp``: expert tensor-parallel size (folded; default ``tp``);
 /// - ``hierarchical_cp``: context-parallel level sizes, innermost first,
 ///   whose product is ``cp``;
-/// - ``dist_opt_instances``: distributed-optimizer instances (folded).
+/// - ``dist_opt_instances``: distributed-optimizer instances (folded);
+/// - ``gtp_remat``, ``expert_gtp_remat``: Megatron-Core 0.19's weight-shard
+///   axes ("GTP", default 1: none; folded): ``gtp_remat`` is a dense-grid
+///   axis right after ``tp`` (or where ``order`` writes ``gtp_remat``),
+///   counted in the model size (``dp = world_size / (tp*cp*pp*gtp_remat)``,
+///   the replicate degree); ``expert_gtp_remat`` the expert grid's
+///   ``egtp_remat`` axis right after ``ep`` (``edp = world_size /
+///   (etp*ep*pp*expert_gtp_remat)``). Either > 1 adds its kinds
+///   (``gtp_remat``, ``gtp_remat-dp``, ``tp-gtp_remat-pp``, ...,
+///   ``egtp_remat``, ``egtp_remat-edp``, ``etp-ep-egtp_remat-pp``).
 ///
 /// Kinds are named as in rank-layout (``"tp"``, ``"dp-cp"``,
 /// ``"dp-mod-ep"``, ``"embd"``, ...), ranks are ints. Anything invalid
@@ -84,7 +93,7 @@ impl PyLayout {
     #[new]
     #[pyo3(
         signature = (*args, **config),
-        text_signature = "(*, tp=1, cp=1, ep=1, dp=None, pp=1, world_size=None, order='tp-cp-ep-dp-pp', rank_offset=0, encoder_tp=None, encoder_pp=None, expert_layout='folded', etp=None, hierarchical_cp=None, dist_opt_instances=None)"
+        text_signature = "(*, tp=1, cp=1, ep=1, dp=None, pp=1, world_size=None, order='tp-cp-ep-dp-pp', rank_offset=0, encoder_tp=None, encoder_pp=None, expert_layout='folded', etp=None, hierarchical_cp=None, dist_opt_instances=None, gtp_remat=1, expert_gtp_remat=1)"
     )]
     fn new(args: &Bound<'_, PyTuple>, config: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
         if !args.is_empty() {
@@ -139,10 +148,13 @@ impl PyLayout {
     }
 
     /// The sizes of the decoder (or only) grid, derived ones included:
-    /// ``tp``, ``cp``, ``ep``, ``dp``, ``pp``, ``etp``, ``edp``.
+    /// ``tp``, ``cp``, ``ep``, ``dp``, ``pp``, ``etp``, ``edp``, and the
+    /// weight-shard axes ``gtp_remat`` and ``egtp_remat`` (1 without them).
     ///
     /// >>> Layout(tp=2, ep=4, world_size=64).sizes
-    /// {'tp': 2, 'cp': 1, 'ep': 4, 'dp': 32, 'pp': 1, 'etp': 2, 'edp': 8}
+    /// {'tp': 2, 'cp': 1, 'ep': 4, 'dp': 32, 'pp': 1, 'etp': 2, 'edp': 8, 'gtp_remat': 1, 'egtp_remat': 1}
+    /// >>> Layout(tp=2, gtp_remat=2, ep=2, expert_gtp_remat=2, world_size=16).sizes
+    /// {'tp': 2, 'cp': 1, 'ep': 2, 'dp': 4, 'pp': 1, 'etp': 2, 'edp': 2, 'gtp_remat': 2, 'egtp_remat': 2}
     #[getter]
     fn sizes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         config::sizes(py, &self.inner.sizes())
@@ -420,12 +432,19 @@ impl PyLayout {
 
     /// The layout's grid as a :class:`Mesh`: dims ``tp``, ``cp``, ``dp``,
     /// ``pp`` in the layout's order and the expert grid as the view
-    /// ``expert`` (folded: ``etp``, ``ep``, ``edp``, ``pp``). A kind of axes
-    /// is the mesh's dim set of the same names.
+    /// ``expert`` (folded: ``etp``, ``ep``, ``edp``, ``pp``); with
+    /// weight-shard axes, the dim ``gtp_remat`` (after ``tp``) and the
+    /// expert dim ``egtp_remat`` (after ``ep``). A kind of axes is the
+    /// mesh's dim set of the same names.
     ///
     /// >>> layout = Layout(tp=2, cp=2, ep=2, pp=2, world_size=16)
     /// >>> layout.mesh().groups("expert:ep") == layout.groups("ep")
     /// True
+    /// >>> mesh = Layout(tp=2, gtp_remat=2, ep=2, expert_gtp_remat=2, world_size=16).mesh()
+    /// >>> mesh.dims
+    /// [('tp', 2), ('gtp_remat', 2), ('cp', 1), ('dp', 4), ('pp', 1)]
+    /// >>> mesh.views
+    /// [('expert', [('etp', 2), ('ep', 2), ('egtp_remat', 2), ('edp', 2), ('pp', 1)])]
     fn mesh(&self) -> PyResult<crate::mesh::PyMesh> {
         Ok(crate::mesh::PyMesh {
             inner: self.inner.mesh().or_raise()?,
@@ -468,6 +487,8 @@ impl PyLayout {
             (!c.hierarchical_cp.is_empty())
                 .then(|| format!("hierarchical_cp={:?}", c.hierarchical_cp)),
             size("dist_opt_instances", Some(c.dist_opt_instances), Some(1)),
+            size("gtp_remat", Some(c.gtp_remat), Some(1)),
+            size("expert_gtp_remat", Some(c.expert_gtp_remat), Some(1)),
         ]
         .into_iter()
         .flatten()

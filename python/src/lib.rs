@@ -47,6 +47,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<layout::PyLayout>()?;
     m.add("CONFIG_KEYS", config::KEYS.to_vec())?;
     m.add_class::<megatron::PyRankGenerator>()?;
+    m.add_class::<megatron::PyCoreRankGenerator>()?;
     m.add_class::<mesh::PyMesh>()?;
     m.add_class::<modules::PyModules>()?;
     m.add_function(wrap_pyfunction!(mesh::torchtitan_mesh, m)?)?;

@@ -340,3 +340,302 @@ impl PyRankGenerator {
         Ok(out)
     }
 }
+
+/// The axes of Megatron-Core's `RankGenerator`, in its `name_to_size` order
+/// (the order in which missing ones are appended).
+const CORE_AXES: [&str; 6] = ["tp", "pp", "dp", "ep", "cp", "gtp_remat"];
+
+/// Megatron-Core's ``RankGenerator`` (``megatron.core.parallel_state``,
+/// releases 0.16.1 to 0.19.2): ``ep`` is an axis of its own (``world_size
+/// = tp*dp*pp*cp*ep*gtp_remat``; Megatron-Core builds one generator with
+/// ``ep = 1`` for the dense groups and one with ``cp = 1`` for the expert
+/// groups), ``gtp_remat`` is 0.19's weight-shard axis (1, the default,
+/// is 0.16.1's generator, whose completed ``order`` lacks the trailing
+/// ``-gtp_remat`` that 0.19 appends). The same arguments, attributes and
+/// lists; the crate's :class:`Mesh` computes them.
+///
+/// As Megatron-Core: ``ep`` and ``cp`` may not both be > 1; an axis left out
+/// of ``order`` is appended at its end (one of size > 1 is an error); the
+/// tokens of ``get_ranks`` may be any axes of the order (``"tp-dp"``,
+/// ``"gtp_remat-dp-cp"``), in any order. Megatron-Core finds a left-out axis
+/// by looking for its name in the order string, and ``"tp"`` is in
+/// ``"gtp_remat"``: an order naming ``gtp_remat`` but not ``tp`` has no
+/// ``tp`` axis (``get_ranks("tp")`` is an error, as there); with ``tp > 1``
+/// Megatron-Core's groups are wrong, and this generator refuses it. Also
+/// refused where Megatron-Core's lists would be wrong: an axis twice in the
+/// order, a size of 0. Errors are :class:`rank_layout.LayoutError`.
+///
+/// :class:`RankGenerator` is Megatron-LM's 2024 generator (``ep`` carved
+/// out of ``dp``, ``independent_ep``): a different grid when ``ep > 1``,
+/// hence a class of its own.
+///
+/// >>> from rank_layout.megatron import CoreRankGenerator
+/// >>> g = CoreRankGenerator(tp=2, ep=1, dp=2, pp=2, cp=1, order="tp-gtp_remat-cp-ep-dp-pp", gtp_remat=2)
+/// >>> g.world_size, g.get_ranks("gtp_remat")[:2], g.get_ranks("dp-gtp_remat")[0]
+/// (16, [[0, 2], [1, 3]], [0, 2, 4, 6])
+/// >>> CoreRankGenerator(1, 2, 2, 1, 1, "tp-cp-ep-dp-pp", rank_offset=8).get_ranks("ep")
+/// [[8, 9], [10, 11]]
+#[pyclass(frozen, name = "CoreRankGenerator", module = "rank_layout.megatron")]
+pub(crate) struct PyCoreRankGenerator {
+    /// The sizes, in [`CORE_AXES`] order.
+    sizes: [u32; 6],
+    rank_offset: u32,
+    /// The order's tokens, left-out ones appended (Megatron-Core's `order`).
+    tokens: Vec<String>,
+    mesh: rank_layout::Mesh,
+}
+
+impl PyCoreRankGenerator {
+    /// The size of axis `name` (one of [`CORE_AXES`]).
+    fn size_of(&self, name: &str) -> u32 {
+        CORE_AXES
+            .iter()
+            .position(|a| *a == name)
+            .and_then(|i| self.sizes.get(i).copied())
+            .unwrap_or(1)
+    }
+
+    /// The distinct axes of `token` (`"tp-dp"`), each one of the order's.
+    fn axes_of<'a>(&self, token: &'a str) -> PyResult<Vec<&'a str>> {
+        let mut axes: Vec<&str> = Vec::new();
+        for t in token.split('-') {
+            if !self.tokens.iter().any(|o| o == t) {
+                return Err(raise(format!(
+                    "'{t}' is not in list: token {token:?} names an axis that is not in the order {:?}",
+                    self.tokens.join("-")
+                )));
+            }
+            if !axes.contains(&t) {
+                axes.push(t);
+            }
+        }
+        Ok(axes)
+    }
+}
+
+#[pymethods]
+impl PyCoreRankGenerator {
+    #[new]
+    #[pyo3(signature = (tp, ep, dp, pp, cp, order, rank_offset=None, gtp_remat=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        tp: &Bound<'_, PyAny>,
+        ep: &Bound<'_, PyAny>,
+        dp: &Bound<'_, PyAny>,
+        pp: &Bound<'_, PyAny>,
+        cp: &Bound<'_, PyAny>,
+        order: &Bound<'_, PyAny>,
+        rank_offset: Option<&Bound<'_, PyAny>>,
+        gtp_remat: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let gtp_remat = match gtp_remat {
+            Some(g) if !g.is_none() => size("gtp_remat", g)?,
+            _ => 1,
+        };
+        let rank_offset = match rank_offset {
+            Some(o) if !o.is_none() => offset("rank_offset", o)?,
+            _ => 0,
+        };
+        let sizes = [
+            size("tp", tp)?,
+            size("pp", pp)?,
+            size("dp", dp)?,
+            size("ep", ep)?,
+            size("cp", cp)?,
+            gtp_remat,
+        ];
+        let [tp, _, _, ep, cp, _] = sizes;
+        if ep > 1 && cp > 1 {
+            return Err(raise(format!(
+                "ep ({ep}) and cp ({cp}) are both > 1: Megatron-Core's RankGenerator takes one \
+                 (cp in its dense generator, ep in its expert generator)"
+            )));
+        }
+        let written = string("order", "'tp-cp-ep-dp-pp'", order)?;
+        let mut text = written.to_lowercase();
+        let mut tokens: Vec<String> = Vec::new();
+        for t in text.split('-') {
+            if !CORE_AXES.contains(&t) {
+                return Err(raise(format!(
+                    "order {written:?}: unknown axis {t:?} (expected tp, cp, ep, dp, pp, gtp_remat)"
+                )));
+            }
+            if tokens.iter().any(|o| o == t) {
+                return Err(raise(format!("order {written:?}: axis {t} appears twice")));
+            }
+            tokens.push(t.to_owned());
+        }
+        // Megatron-Core's completion: a name not found in the order string
+        // (a substring test) is appended, or an error when its size is > 1.
+        for (name, s) in CORE_AXES.iter().zip(sizes) {
+            if !text.contains(name) {
+                if s != 1 {
+                    return Err(raise(format!(
+                        "the size of {name} is {s}, but the order {written:?} does not name it"
+                    )));
+                }
+                text.push('-');
+                text.push_str(name);
+                tokens.push((*name).to_owned());
+            }
+        }
+        if tp > 1 && !tokens.iter().any(|t| t == "tp") {
+            return Err(raise(format!(
+                "the size of tp is {tp}, but the order {written:?} does not name it (Megatron-Core \
+                 finds 'tp' in 'gtp_remat', leaves tp out of its grid and lists wrong groups)"
+            )));
+        }
+        let dims: Vec<(String, u32)> = tokens
+            .iter()
+            .map(|t| {
+                let i = CORE_AXES.iter().position(|a| a == t).unwrap_or(0);
+                (t.clone(), sizes.get(i).copied().unwrap_or(1))
+            })
+            .collect();
+        let mesh = rank_layout::Mesh::new(dims)
+            .and_then(|m| m.with_rank_offset(rank_offset))
+            .or_raise()?;
+        Ok(PyCoreRankGenerator {
+            sizes,
+            rank_offset,
+            tokens,
+            mesh,
+        })
+    }
+
+    /// Tensor-parallel size.
+    #[getter]
+    fn tp(&self) -> u32 {
+        self.size_of("tp")
+    }
+
+    /// Expert-parallel size.
+    #[getter]
+    fn ep(&self) -> u32 {
+        self.size_of("ep")
+    }
+
+    /// Data-parallel size (the replicate degree with ``gtp_remat``).
+    #[getter]
+    fn dp(&self) -> u32 {
+        self.size_of("dp")
+    }
+
+    /// Pipeline-parallel size.
+    #[getter]
+    fn pp(&self) -> u32 {
+        self.size_of("pp")
+    }
+
+    /// Context-parallel size.
+    #[getter]
+    fn cp(&self) -> u32 {
+        self.size_of("cp")
+    }
+
+    /// Weight-shard size (Megatron-Core 0.19's ``gtp_remat``; 1: none).
+    #[getter]
+    fn gtp_remat(&self) -> u32 {
+        self.size_of("gtp_remat")
+    }
+
+    /// The first rank.
+    #[getter]
+    fn rank_offset(&self) -> u32 {
+        self.rank_offset
+    }
+
+    /// ``tp * dp * pp * cp * ep * gtp_remat``.
+    ///
+    /// >>> CoreRankGenerator(2, 4, 2, 1, 1, "tp-ep-dp").world_size
+    /// 16
+    #[getter]
+    fn world_size(&self) -> u64 {
+        self.sizes.iter().map(|s| u64::from(*s)).product()
+    }
+
+    /// The order, lowercase, with the left-out axes appended (Megatron-Core's
+    /// ``order`` attribute).
+    ///
+    /// >>> CoreRankGenerator(2, 1, 4, 1, 1, "tp-dp").order
+    /// 'tp-dp-pp-ep-cp-gtp_remat'
+    #[getter]
+    fn order(&self) -> String {
+        self.tokens.join("-")
+    }
+
+    /// The size of each axis of :attr:`order`.
+    ///
+    /// >>> CoreRankGenerator(2, 1, 4, 1, 1, "tp-dp").ordered_size
+    /// [2, 4, 1, 1, 1, 1]
+    #[getter]
+    fn ordered_size(&self) -> Vec<u32> {
+        self.tokens.iter().map(|t| self.size_of(t)).collect()
+    }
+
+    /// Megatron-Core's ``get_mask``: which axes of ``order`` ``token`` names.
+    ///
+    /// >>> CoreRankGenerator(2, 1, 4, 1, 1, "tp-dp").get_mask("tp-dp-pp", "pp-tp")
+    /// [True, False, True]
+    fn get_mask(&self, order: &str, token: &str) -> PyResult<Vec<bool>> {
+        let ordered: Vec<&str> = order.split('-').collect();
+        let mut mask = vec![false; ordered.len()];
+        for t in token.split('-') {
+            let i = ordered.iter().position(|o| *o == t).ok_or_else(|| {
+                raise(format!(
+                    "'{t}' is not in list: token {token:?} names an axis that is not in the order {order:?}"
+                ))
+            })?;
+            if let Some(m) = mask.get_mut(i) {
+                *m = true;
+            }
+        }
+        Ok(mask)
+    }
+
+    /// The groups of the axes in ``token`` (``"tp-dp"``, any order, axes of
+    /// :attr:`order`), as Megatron-Core lists them: members by the named
+    /// axes' coordinates, groups by the others', first axis fastest.
+    ///
+    /// >>> CoreRankGenerator(2, 1, 3, 4, 1, "tp-dp-pp").get_ranks("dp")[-1]
+    /// [19, 21, 23]
+    fn get_ranks(&self, token: &Bound<'_, PyAny>) -> PyResult<Vec<Vec<u32>>> {
+        let token = string("token", "'tp-dp'", token)?;
+        let axes = self.axes_of(&token)?;
+        let selection = self.mesh.select_dims(None, &axes).or_raise()?;
+        let groups = self.mesh.groups_of(selection).or_raise()?;
+        crate::memory::check_ints(groups.member_count())?;
+        Ok(groups.to_vecs())
+    }
+
+    /// The weight-shard groups, ``get_ranks("gtp_remat")`` (ranks alone when
+    /// ``gtp_remat`` is 1); ``gtp_remat_size`` must be this generator's.
+    ///
+    /// >>> CoreRankGenerator(1, 1, 2, 1, 1, "tp-gtp_remat-dp", gtp_remat=2).get_gtp_ranks(2)
+    /// [[0, 1], [2, 3]]
+    fn get_gtp_ranks(&self, gtp_remat_size: &Bound<'_, PyAny>) -> PyResult<Vec<Vec<u32>>> {
+        let asked = size("gtp_remat_size", gtp_remat_size)?;
+        let gtp_remat = self.size_of("gtp_remat");
+        if asked != gtp_remat {
+            return Err(raise(format!(
+                "gtp_remat axis size ({gtp_remat}) != requested gtp_remat_size ({asked})"
+            )));
+        }
+        let token = pyo3::types::PyString::new(gtp_remat_size.py(), "gtp_remat");
+        self.get_ranks(token.as_any())
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "CoreRankGenerator(tp={}, ep={}, dp={}, pp={}, cp={}, order='{}', rank_offset={}, gtp_remat={})",
+            self.size_of("tp"),
+            self.size_of("ep"),
+            self.size_of("dp"),
+            self.size_of("pp"),
+            self.size_of("cp"),
+            self.order(),
+            self.rank_offset,
+            self.size_of("gtp_remat"),
+        )
+    }
+}

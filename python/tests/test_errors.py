@@ -46,7 +46,7 @@ def test_layout_error_is_a_value_error() -> None:
         (dict(cp=8, hierarchical_cp=[2, 2]), "hierarchical_cp [2, 2] multiplies to 4, but cp is 8"),
         (
             dict(tp=65536, pp=65536),
-            "tp*cp*pp = 65536*1*65536 overflows u32 ranks (at most 4294967296 ranks, the last one 4294967295)",
+            "tp*cp*pp*gtp_remat = 65536*1*65536*1 overflows u32 ranks (at most 4294967296 ranks, the last one 4294967295)",
         ),
         (
             dict(encoder_tp=2, dp=3, dist_opt_instances=2),

@@ -20,13 +20,14 @@ def test_properties() -> None:
     assert layout.world_size == 64 and layout.rank_offset == 0
     assert layout.shape == "nested" and layout.encoder_world_size == 0
     assert Layout(tp=2, ep=4, world_size=64).shape == "folded"  # Megatron-Core's default
-    assert layout.sizes == {"tp": 2, "cp": 1, "ep": 4, "dp": 32, "pp": 1, "etp": 2, "edp": 8}
+    assert layout.sizes == {"tp": 2, "cp": 1, "ep": 4, "dp": 32, "pp": 1, "etp": 2, "edp": 8, "gtp_remat": 1, "egtp_remat": 1}
     assert layout.encoder_sizes is None
     assert list(layout.config) == CONFIG_KEYS
     assert layout.config["dp"] == 32 and layout.config["world_size"] == 64
     enc = Layout(tp=4, cp=2, encoder_tp=2)
     assert enc.shape == "encoder+decoder" and enc.encoder_world_size == 4
-    assert enc.encoder_sizes == {"tp": 2, "cp": 2, "ep": 1, "dp": 1, "pp": 1, "etp": 2, "edp": 1}
+    assert enc.encoder_sizes == {"tp": 2, "cp": 2, "ep": 1, "dp": 1, "pp": 1, "etp": 2, "edp": 1, "gtp_remat": 1,
+                                 "egtp_remat": 1}
     assert enc.config["encoder_tp"] == 2 and enc.config["encoder_pp"] == 1
     folded = Layout(tp=2, cp=2, dp=2, pp=2, ep=4, etp=1, expert_layout="folded")
     assert folded.shape == "folded" and folded.config["etp"] == 1 and folded.sizes["edp"] == 2
@@ -53,6 +54,41 @@ def test_repr() -> None:
         repr(Layout(tp=2, ep=2, world_size=8, expert_layout="nested"))
         == "Layout(tp=2, ep=2, dp=4, world_size=8, expert_layout='nested')"
     )
+
+
+def test_weight_shard_axes() -> None:
+    """gtp_remat and expert_gtp_remat (Megatron-Core 0.19's GTP): keyword
+    arguments, sizes, configuration, value semantics, kinds, the mesh."""
+    layout = Layout(tp=2, gtp_remat=2, cp=2, ep=2, expert_gtp_remat=2, world_size=32)
+    assert layout.sizes == {"tp": 2, "cp": 2, "ep": 2, "dp": 4, "pp": 1, "etp": 2, "edp": 4, "gtp_remat": 2,
+                            "egtp_remat": 2}
+    assert layout.config["gtp_remat"] == 2 and layout.config["expert_gtp_remat"] == 2
+    assert Layout(**layout.config) == layout and hash(Layout(**layout.config)) == hash(layout)
+    assert pickle.loads(pickle.dumps(layout)) == layout
+    assert repr(layout) == "Layout(tp=2, cp=2, ep=2, dp=4, world_size=32, gtp_remat=2, expert_gtp_remat=2)"
+    assert eval(repr(layout), {"Layout": Layout}) == layout
+    assert layout != Layout(tp=2, gtp_remat=2, cp=2, ep=2, world_size=32)
+    assert Layout(gtp_remat=1, expert_gtp_remat=None) == Layout()
+    gtp = ["gtp_remat", "gtp_remat-dp", "gtp_remat-dp-cp", "tp-gtp_remat-pp", "tp-gtp_remat-dp", "tp-gtp_remat-dp-cp"]
+    egtp = ["egtp_remat", "egtp_remat-edp", "etp-ep-egtp_remat-pp"]
+    assert set(gtp + egtp) <= set(layout.kinds)
+    assert not set(gtp + egtp) & set(Layout(tp=2, world_size=8).kinds)
+    assert layout.groups("gtp_remat")[:2] == [[0, 2], [1, 3]]  # right after tp
+    assert layout.groups("egtp_remat")[:2] == [[0, 4], [1, 5]]  # right after ep
+    assert Layout(tp=2, gtp_remat=2, world_size=8, order="gtp_remat-tp-cp-ep-dp-pp").groups("gtp_remat")[0] == [0, 1]
+    mesh = layout.mesh()
+    assert mesh.dims == [("tp", 2), ("gtp_remat", 2), ("cp", 2), ("dp", 4), ("pp", 1)]
+    assert mesh.views == [("expert", [("etp", 2), ("ep", 2), ("egtp_remat", 2), ("edp", 4), ("pp", 1)])]
+    for kind in gtp:
+        assert mesh.groups(kind) == layout.groups(kind), kind
+    for kind in egtp:
+        assert mesh.groups(kind, view="expert") == layout.groups(kind), kind
+    with pytest.raises(rank_layout.LayoutError, match="gtp_remat = 2 cannot be combined with expert_layout = nested"):
+        Layout(gtp_remat=2, world_size=4, expert_layout="nested")
+    with pytest.raises(rank_layout.LayoutError, match="dist_opt_instances"):
+        Layout(expert_gtp_remat=2, dp=4, dist_opt_instances=2)
+    with pytest.raises(rank_layout.LayoutError, match="gtp_remat must be"):
+        Layout(gtp_remat=0)
 
 
 def test_rank_card() -> None:
@@ -111,10 +147,13 @@ def docstring_tests() -> list[doctest.DocTest]:
         tests += finder.find(torch_module)
     seen = {t.name for t in tests}
     tests += finder.find(rank_layout.megatron)
+    globs = {**globs, **vars(rank_layout.megatron)}
+    seen = {t.name for t in tests}
     for owner in (
         rank_layout._native.Layout,
         rank_layout._native.LayoutError,
         rank_layout._native.RankGenerator,
+        rank_layout._native.CoreRankGenerator,
         rank_layout._native.Mesh,
         rank_layout._native.torchtitan_mesh,
         rank_layout._native.megatron_config,
@@ -137,7 +176,8 @@ def test_docstring_examples(test: doctest.DocTest) -> None:
 
 def test_every_method_has_a_docstring_with_an_example() -> None:
     owners = [Layout, rank_layout._native.Layout, rank_layout.LayoutError, rank_layout, rank_layout.megatron]
-    owners += [rank_layout._native.RankGenerator, rank_layout._native.megatron_config]
+    owners += [rank_layout._native.RankGenerator, rank_layout._native.CoreRankGenerator]
+    owners += [rank_layout._native.megatron_config]
     for owner in owners:
         assert ">>>" in (owner.__doc__ or ""), owner
     skip = {"is_embedding_rank", "is_position_embedding_rank", "rank_offset", "encoder_world_size",

@@ -36,7 +36,8 @@ def test_from_argparse_namespace() -> None:
                  "--context-parallel-size", "2", "--world-size", "32")
     layout = Layout.from_megatron_args(args)
     assert layout.shape == "folded"
-    assert layout.sizes == {"tp": 2, "cp": 2, "ep": 1, "dp": 4, "pp": 2, "etp": 2, "edp": 8}
+    assert layout.sizes == {"tp": 2, "cp": 2, "ep": 1, "dp": 4, "pp": 2, "etp": 2, "edp": 8, "gtp_remat": 1,
+                            "egtp_remat": 1}
     assert layout.config["order"] == "tp-cp-ep-dp-pp"
     # The attention groups are the same as the nested layout's.
     nested = Layout(tp=2, cp=2, pp=2, world_size=32)

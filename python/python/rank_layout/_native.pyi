@@ -18,6 +18,8 @@ class Sizes(TypedDict):
     pp: int
     etp: int
     edp: int
+    gtp_remat: int
+    egtp_remat: int
 
 class Config(TypedDict):
     tp: int
@@ -34,6 +36,8 @@ class Config(TypedDict):
     etp: Optional[int]
     hierarchical_cp: list[int]
     dist_opt_instances: int
+    gtp_remat: int
+    expert_gtp_remat: int
 
 class Membership(TypedDict):
     color: int
@@ -74,6 +78,42 @@ class RankGenerator:
     ) -> None: ...
     def get_ranks(self, token: str, independent_ep: bool = False) -> list[list[int]]: ...
 
+class CoreRankGenerator:
+    def __init__(
+        self,
+        tp: Int,
+        ep: Int,
+        dp: Int,
+        pp: Int,
+        cp: Int,
+        order: str,
+        rank_offset: Int = 0,
+        gtp_remat: Int = 1,
+    ) -> None: ...
+    @property
+    def tp(self) -> int: ...
+    @property
+    def ep(self) -> int: ...
+    @property
+    def dp(self) -> int: ...
+    @property
+    def pp(self) -> int: ...
+    @property
+    def cp(self) -> int: ...
+    @property
+    def gtp_remat(self) -> int: ...
+    @property
+    def rank_offset(self) -> int: ...
+    @property
+    def world_size(self) -> int: ...
+    @property
+    def order(self) -> str: ...
+    @property
+    def ordered_size(self) -> list[int]: ...
+    def get_mask(self, order: str, token: str) -> list[bool]: ...
+    def get_ranks(self, token: str) -> list[list[int]]: ...
+    def get_gtp_ranks(self, gtp_remat_size: Int) -> list[list[int]]: ...
+
 Int = SupportsIndex
 SplitStep = tuple[str, int, int, Optional[tuple[int, int]]]
 
@@ -95,6 +135,8 @@ class Layout:
         etp: Optional[Int] = None,
         hierarchical_cp: Optional[Sequence[Int]] = None,
         dist_opt_instances: Optional[Int] = None,
+        gtp_remat: Optional[Int] = 1,
+        expert_gtp_remat: Optional[Int] = 1,
     ) -> "Layout": ...
     @property
     def kinds(self) -> list[str]: ...
