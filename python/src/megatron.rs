@@ -603,7 +603,7 @@ impl PyCoreRankGenerator {
         let token = string("token", "'tp-dp'", token)?;
         let axes = self.axes_of(&token)?;
         let selection = self.mesh.select_dims(None, &axes).or_raise()?;
-        let groups = self.mesh.groups_of(selection).or_raise()?;
+        let groups = self.mesh.groups_selected(selection).or_raise()?;
         crate::memory::check_ints(groups.member_count())?;
         Ok(groups.to_vecs())
     }
