@@ -155,19 +155,12 @@ pub(crate) fn megatron_config<'py>(
             "order" => config.order != rank_layout::Order::default(),
             "hierarchical_cp" => !config.hierarchical_cp.is_empty(),
             "dist_opt_instances" => config.dist_opt_instances != 1,
+            // Set below from the sizes the arguments resolve to.
+            "gtp_remat" | "expert_gtp_remat" => false,
             k => given.contains(&k),
         };
         if set {
             out.set_item(key, v)?;
-        }
-    }
-    // The weight-shard keys, when the arguments give an axis.
-    for (key, size) in [
-        ("gtp_remat", config.gtp_remat),
-        ("expert_gtp_remat", config.expert_gtp_remat),
-    ] {
-        if size != 1 {
-            out.set_item(key, size)?;
         }
     }
     // The weight-shard keys, when the arguments give an axis.

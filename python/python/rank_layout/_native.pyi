@@ -87,8 +87,8 @@ class CoreRankGenerator:
         pp: Int,
         cp: Int,
         order: str,
-        rank_offset: Int = 0,
-        gtp_remat: Int = 1,
+        rank_offset: Optional[Int] = None,
+        gtp_remat: Optional[Int] = None,
     ) -> None: ...
     @property
     def tp(self) -> int: ...
