@@ -17,7 +17,11 @@ from typing import Any, Callable
 
 import pytest
 
-MEGATRON_CORE = "0.16.1"
+#: The releases the drop-in fills; CI runs these tests under each, in its
+#: own environment, and names the one it installed in
+#: RANK_LAYOUT_MEGATRON_CORE (then any other fails the tests).
+SUPPORTED = ("0.16.1", "0.19.2")
+EXPECTED = os.environ.get("RANK_LAYOUT_MEGATRON_CORE")
 TIMEOUT = timedelta(seconds=90)
 
 # parallel_state functions whose names look like getters but that are not
@@ -45,16 +49,25 @@ def require_megatron() -> Any:
             import megatron.core
             from megatron.core import parallel_state
     except ImportError as e:
-        reason = f"megatron-core {MEGATRON_CORE} is not installed ({e}); pip install megatron-core=={MEGATRON_CORE} einops"
+        wanted = EXPECTED or " or ".join(SUPPORTED)
+        reason = f"megatron-core {wanted} is not installed ({e}); pip install megatron-core=={EXPECTED or SUPPORTED[-1]} einops"
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(f"CI needs it: {reason}", pytrace=False)
         pytest.skip(reason, allow_module_level=True)
-    if megatron.core.__version__ != MEGATRON_CORE:
-        message = f"these tests follow megatron-core {MEGATRON_CORE}, not {megatron.core.__version__}"
+    version = megatron.core.__version__
+    if version not in SUPPORTED or (EXPECTED is not None and version != EXPECTED):
+        message = f"these tests follow megatron-core {EXPECTED or ' or '.join(SUPPORTED)}, not {version}"
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(message, pytrace=False)
         pytest.skip(message, allow_module_level=True)
     return parallel_state
+
+
+def version() -> str:
+    """The installed megatron-core's version."""
+    import megatron.core
+
+    return megatron.core.__version__
 
 
 def getter_names(module: Any) -> list[str]:
@@ -335,6 +348,7 @@ def job_compare(rank: int, world: int, args: dict[str, Any]) -> dict[str, Any]:
         "new_group_calls": [theirs_count.calls, ours_count.calls],
         "groups": len({id(g) for g in state.groups.values() if g is not None}),
         "all_reduced": reduced,
+        "inside": state.layout.rank_offset <= rank < state.layout.rank_offset + state.layout.world_size,
     }
 
 
@@ -362,6 +376,13 @@ def job_bad(rank: int, world: int) -> dict[str, Any]:
         (dict(pipeline_model_parallel_size=2, get_embedding_ranks=lambda p: [0]), "get_embedding_ranks("),
         (dict(tensor_model_parallel_size=0), "tensor_model_parallel_size must be a positive int"),
     ]
+    if version() != "0.16.1":
+        cases += [
+            (dict(gtp_remat_size=2, num_distributed_optimizer_instances=2), "GTP_remat with num_distributed"),
+            (dict(gtp_remat_size=3), f"world_size ({world}) is not divisible by 3"),
+            (dict(expert_gtp_remat_size=2 * world), "expert_tensor_model_pipeline_parallel size"),
+            (dict(rank_offset=world // 2), f"ranks {world // 2}..{world // 2 + world}"),
+        ]
     refused = []
     for kwargs, message in cases:
         before = group_count()
@@ -396,7 +417,7 @@ def job_bad(rank: int, world: int) -> dict[str, Any]:
     state = rl_megatron.ParallelState.create(tensor_model_parallel_size=2, create_gloo_process_groups=False)
     assert not ps.is_initialized() and state.get_tensor_model_parallel_world_size() == 2
     assert dist.get_process_group_ranks(state.get_tensor_model_parallel_group()) == [rank - rank % 2, rank - rank % 2 + 1]
-    return {"refused": refused}
+    return {"refused": refused, "cases": len(cases)}
 
 
 def tiny_step(seed: int = 0, vocab: int = 64, hidden: int = 16, steps: int = 2) -> list[float]:

@@ -69,10 +69,9 @@ UNUSED = {"HIERARCHICAL_EXPERT_DATA_PARALLEL_GROUP_GLOO_L1"}
 ORDERS = ["tp-cp-ep-dp-pp", "tp-cp-ep-pp-dp", "tp-pp-dp", "dp-tp-cp-ep-pp", "TP-CP-EP-DP-PP", "ep-tp-dp-cp-pp"]
 
 
-def argument_sets() -> list[dict[str, Any]]:
-    """A fixed sample of argument sets (world size under "world"), the
-    refused ones included."""
-    rng = random.Random(16)
+def fixed_sets() -> list[dict[str, Any]]:
+    """Argument sets written out (world size under "world"), the refused
+    ones included."""
     out: list[dict[str, Any]] = [
         dict(world=8),
         dict(world=16, tensor_model_parallel_size=2, pipeline_model_parallel_size=2, context_parallel_size=2),
@@ -86,7 +85,6 @@ def argument_sets() -> list[dict[str, Any]]:
         dict(world=24, hybrid_context_parallel=True, tensor_model_parallel_size=2),
         dict(world=40, hybrid_context_parallel=True, tensor_model_parallel_size=2),
         dict(world=16, pipeline_model_parallel_size=4, virtual_pipeline_model_parallel_size=2),
-        dict(world=16, pipeline_model_parallel_size=2, create_all_gather_group=True, create_gloo_process_groups=False),
         dict(world=16, pipeline_model_parallel_size=4,
              get_embedding_ranks=lambda p: [p[0], p[2], p[-1]] if len(p) > 2 else list(p),
              get_position_embedding_ranks=lambda p: p[:2]),
@@ -100,6 +98,27 @@ def argument_sets() -> list[dict[str, Any]]:
         dict(world=16, num_distributed_optimizer_instances=3),
         dict(world=16, pipeline_model_parallel_comm_backend="mpi"),
     ]
+    if VERSION == "0.16.1":
+        out.append(dict(world=16, pipeline_model_parallel_size=2, create_all_gather_group=True,
+                        create_gloo_process_groups=False))
+    else:
+        out += [
+            # 0.19's weight-shard axes; refused with several optimizer instances.
+            dict(world=64, tensor_model_parallel_size=2, pipeline_model_parallel_size=2, gtp_remat_size=4),
+            dict(world=16, gtp_remat_size=2, expert_model_parallel_size=2, expert_gtp_remat_size=4),
+            dict(world=16, gtp_remat_size=2, num_distributed_optimizer_instances=2),
+            dict(world=16, gtp_remat_size=3),
+            dict(world=16, tensor_model_parallel_size=2, gtp_remat_size=2, rank_offset=8, local_world_size=8),
+            dict(world=16, gtp_remat_size=2, order="tp-gtp_remat-cp-ep-dp-pp"),
+            dict(world=16, gtp_remat_size=2, order="gtp_remat-tp-cp-ep-dp-pp"),
+        ]
+    return out
+
+
+def random_sets() -> list[dict[str, Any]]:
+    """600 random argument sets (some refused)."""
+    rng = random.Random(16)
+    out: list[dict[str, Any]] = []
     for _ in range(600):
         world = rng.choice([8, 16, 32])
         args = dict(
@@ -113,13 +132,29 @@ def argument_sets() -> list[dict[str, Any]]:
             order=rng.choice(ORDERS),
             create_gloo_process_groups=rng.choice([True, False]),
         )
+        if VERSION != "0.16.1":
+            # Mostly sizes that fit (the refusals are few and written out above).
+            model = args["tensor_model_parallel_size"] * args["pipeline_model_parallel_size"]
+            gtp = rng.choice([1, 2, 2, 4])
+            args["gtp_remat_size"] = gtp if world % (model * args["context_parallel_size"] * gtp) == 0 else 1
+            etp = args["expert_tensor_parallel_size"] or args["tensor_model_parallel_size"]
+            egtp = rng.choice([1, 2, 2])
+            expert = etp * args["expert_model_parallel_size"] * args["pipeline_model_parallel_size"] * egtp
+            args["expert_gtp_remat_size"] = egtp if world % expert == 0 else 1
+            if args["gtp_remat_size"] > 1 or args["expert_gtp_remat_size"] > 1:
+                args["num_distributed_optimizer_instances"] = 1
+            if rng.random() < 0.1:
+                args["local_world_size"] = world // 2
+                args["rank_offset"] = rng.choice([0, world // 2])
         if args["context_parallel_size"] == 4 and rng.random() < 0.5:
             args["hierarchical_context_parallel_sizes"] = [2, 2]
         out.append(args)
     return out
 
 
-ARGUMENT_SETS = argument_sets()
+VERSION = mcw.version()
+FIXED_SETS = fixed_sets()
+ARGUMENT_SETS = FIXED_SETS + random_sets()
 #: Megatron-Core's defaults, for the plan (which takes every argument).
 DEFAULTS = {
     name: p.default for name, p in inspect.signature(parallel_state.initialize_model_parallel).parameters.items()
@@ -147,7 +182,7 @@ def test_plans_are_megatron_cores_groups_for_every_rank() -> None:
         record: list = []
         with fake_world(world, 0, record):
             theirs = refusal(lambda: megatron_init(**args))
-        ours = refusal(lambda: rl_megatron._Plan(world, 0, {**DEFAULTS, **args}))
+        ours = refusal(lambda: rl_megatron._Plan(world, 0, {**DEFAULTS, **args}, VERSION))
         if ours is not None and not ours.startswith("LayoutError"):
             mismatches.append(f"{world} {args}: not a LayoutError: {ours}")
         if theirs is None and ours is not None and "span several optimizer instances" in ours:
@@ -156,6 +191,16 @@ def test_plans_are_megatron_cores_groups_for_every_rank() -> None:
             instances = [set(r) for d, r, _ in record if d == "INTRA_DISTRIBUTED_OPTIMIZER_INSTANCE_GROUP"]
             intra = [set(r) for d, r, _ in record if d == "INTRA_PARTIAL_DATA_PARALLEL_GROUP_WITH_CP"]
             if not any(all(not g <= i for i in instances) for g in intra):
+                mismatches.append(f"{world} {args}: refused, but Megatron-Core's groups are consistent")
+            stricter += 1
+            continue
+        if theirs is None and ours is not None and "would leave its dp-cp group" in ours:
+            # Or an inter-instance group (Megatron-Core's is the expert
+            # data-parallel group's level 1, which the dense optimizer uses
+            # too) that leaves the data-parallel group with cp.
+            dp_cp = [set(r) for d, r, _ in record if d == "DATA_PARALLEL_GROUP_WITH_CP"]
+            inter = [set(r) for d, r, _ in record if d == "HIERARCHICAL_EXPERT_DATA_PARALLEL_GROUP_L1"]
+            if not any(all(not g <= d for d in dp_cp) for g in inter):
                 mismatches.append(f"{world} {args}: refused, but Megatron-Core's groups are consistent")
             stricter += 1
             continue
@@ -172,7 +217,7 @@ def test_plans_are_megatron_cores_groups_for_every_rank() -> None:
                     by_rank[r][desc].append(ranks)
         descs = {desc for desc, _, _ in record} - UNUSED
         for rank in range(world):
-            plan = rl_megatron._Plan(world, rank, {**DEFAULTS, **args}).planned()
+            plan = rl_megatron._Plan(world, rank, {**DEFAULTS, **args}, VERSION).planned()
             if set(plan) != descs:
                 mismatches.append(f"{world} {args}: families {sorted(descs ^ set(plan))} made by one only")
                 break
@@ -188,21 +233,26 @@ def test_plans_are_megatron_cores_groups_for_every_rank() -> None:
 
 
 def test_same_arguments_as_megatron_core() -> None:
+    """The drop-in binds the installed release's arguments: names, order,
+    defaults; another release's argument is a TypeError, as there."""
     theirs = inspect.signature(parallel_state.initialize_model_parallel).parameters
-    ours = inspect.signature(rl_megatron.initialize_model_parallel).parameters
-    assert [(p.name, p.default) for p in theirs.values()] == [
-        (p.name, p.default) for p in ours.values() if p.kind != p.KEYWORD_ONLY
-    ]
-    create = inspect.signature(rl_megatron.ParallelState.create).parameters
-    assert list(create) == list(ours)
+    ours = rl_megatron.SIGNATURES[VERSION].parameters
+    assert [(p.name, p.default) for p in theirs.values()] == [(p.name, p.default) for p in ours.values()]
+    other = "create_all_gather_group" if VERSION != "0.16.1" else "gtp_remat_size"
+    with pytest.raises(TypeError, match=other):
+        rl_megatron.ParallelState.create(megatron_core=VERSION, **{other: 1})
+    with pytest.raises(TypeError):
+        rl_megatron.ParallelState.create(*range(len(ours) + 1), megatron_core=VERSION)
 
 
 def accepted(args: dict[str, Any]) -> bool:
     args = dict(args)
-    return refusal(lambda: rl_megatron._Plan(args.pop("world"), 0, {**DEFAULTS, **args})) is None
+    return refusal(lambda: rl_megatron._Plan(args.pop("world"), 0, {**DEFAULTS, **args}, VERSION)) is None
 
 
-GETTER_SETS = ARGUMENT_SETS[:13] + [a for a in ARGUMENT_SETS[21:] if a["world"] == 16 and accepted(a)][:12]
+GETTER_SETS = [a for a in FIXED_SETS if accepted(a)] + [
+    a for a in ARGUMENT_SETS[len(FIXED_SETS):] if a["world"] == 16 and accepted(a)
+][:12]
 
 
 @pytest.mark.parametrize("args", GETTER_SETS, ids=lambda a: ",".join(f"{k}={v}" for k, v in a.items())[:90])

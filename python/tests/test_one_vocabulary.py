@@ -1,16 +1,18 @@
 """The same Megatron-LM arguments mean the same layout from Python and
 from the command line (`--megatron-args`, the Megatron-LM flags, and a
 JSON configuration file with Megatron-LM names as keys): every group of
-every kind equal. The command is the workspace's debug build, which `cargo
-test` (run before these tests in CI) builds; without it the test is
-reported as skipped outside CI."""
+every kind equal. The command is the workspace's debug build, found
+through `cargo metadata` and built by `cargo build` when missing (without
+cargo the test fails in CI and is skipped, with the reason, elsewhere)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -29,17 +31,24 @@ CASES = [
 ]
 
 
+@functools.cache
 def command() -> str:
-    for build in ("debug", "release"):
-        path = REPO / "target" / build / "rank-layout"
-        if path.is_file():
-            return str(path)
-    found = shutil.which("rank-layout")
-    if found:
-        return found
-    if os.environ.get("CI"):
-        raise AssertionError("the rank-layout command is not built (cargo build)")
-    pytest.skip("the rank-layout command is not built (cargo build)")
+    """The workspace's debug build of the command, wherever cargo puts it
+    (``cargo metadata``'s target directory, so CARGO_TARGET_DIR and a
+    shared target folder are honoured), built here when it is missing."""
+    if shutil.which("cargo") is None:
+        if os.environ.get("CI"):
+            raise AssertionError("cargo is not on PATH: the rank-layout command cannot be built")
+        pytest.skip("cargo is not on PATH: the rank-layout command cannot be built")
+    meta = subprocess.run(
+        ["cargo", "metadata", "--format-version", "1", "--no-deps"],
+        cwd=REPO, capture_output=True, text=True, check=True,
+    )
+    path = Path(json.loads(meta.stdout)["target_directory"]) / "debug" / "rank-layout"
+    # cargo rebuilds only what changed: the command is the workspace's own.
+    subprocess.run(["cargo", "build", "-q", "-p", "rank-layout-cli", "--bin", "rank-layout"], cwd=REPO, check=True)
+    assert path.is_file(), f"cargo build made no {path}"
+    return str(path)
 
 
 def flags(args: dict) -> list[str]:

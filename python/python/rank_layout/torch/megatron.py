@@ -9,11 +9,15 @@
 >>> parallel_state.get_data_parallel_group()                   # doctest: +SKIP
 <torch.distributed.distributed_c10d.ProcessGroup object at ...>
 
-:func:`initialize_model_parallel` takes the arguments of Megatron-Core
-0.16.1's (``MEGATRON_CORE_VERSION``), builds the layout Megatron-Core would
+:func:`initialize_model_parallel` takes the arguments of the installed
+Megatron-Core's (0.16.1 or 0.19.2, ``MEGATRON_CORE_VERSIONS``; ``SIGNATURES``
+holds each release's), builds the layout Megatron-Core would
 (``order``, folded experts with ``expert_tensor_parallel_size`` defaulting
 to ``tensor_model_parallel_size``, hierarchical context parallel,
-distributed-optimizer instances, the whole ``torch.distributed`` world),
+distributed-optimizer instances, 0.19's weight-shard axes
+``gtp_remat_size`` and ``expert_gtp_remat_size`` with its
+``rank_offset`` and ``local_world_size``, the whole ``torch.distributed``
+world or the part 0.19's ``rank_offset``/``local_world_size`` name),
 creates only this rank's groups (one members-only ``new_group`` per group
 family, as :func:`rank_layout.torch.new_groups`; Megatron-Core creates
 every group of the world on every rank), and sets every global of
@@ -46,6 +50,7 @@ does not fit the world, or an initialized ``parallel_state``.
 
 from __future__ import annotations
 
+import inspect
 import math
 import os
 import warnings
@@ -63,61 +68,180 @@ __all__ = [
     "destroy_model_parallel",
     "ParallelState",
     "MEGATRON_CORE_VERSION",
+    "MEGATRON_CORE_VERSIONS",
+    "SIGNATURES",
     "GLOBALS",
+    "globals_of",
+    "installed_release",
 ]
 
-#: The Megatron-Core release whose ``parallel_state`` this module fills.
-MEGATRON_CORE_VERSION = "0.16.1"
+#: The Megatron-Core releases whose ``parallel_state`` this module fills.
+MEGATRON_CORE_VERSIONS = ("0.16.1", "0.19.2")
+#: The newest of them: what :meth:`ParallelState.create` follows unless told.
+MEGATRON_CORE_VERSION = MEGATRON_CORE_VERSIONS[-1]
+
+
+def _initialize_0_16_1(
+    tensor_model_parallel_size: int = 1,
+    pipeline_model_parallel_size: int = 1,
+    virtual_pipeline_model_parallel_size: Optional[int] = None,
+    pipeline_model_parallel_comm_backend: Optional[str] = None,
+    use_sharp: bool = False,
+    context_parallel_size: int = 1,
+    hierarchical_context_parallel_sizes: Optional[list[int]] = None,
+    hybrid_context_parallel: bool = False,
+    expert_model_parallel_size: int = 1,
+    num_distributed_optimizer_instances: int = 1,
+    expert_tensor_parallel_size: Optional[int] = None,
+    nccl_communicator_config_path: Optional[str] = None,
+    distributed_timeout_minutes: int = 30,
+    order: str = "tp-cp-ep-dp-pp",
+    get_embedding_ranks: Optional[Callable[[list[int]], list[int]]] = None,
+    get_position_embedding_ranks: Optional[Callable[[list[int]], list[int]]] = None,
+    create_gloo_process_groups: bool = True,
+    high_priority_stream_groups: Optional[list[str]] = None,
+    sharp_enabled_group: Optional[str] = None,
+    create_all_gather_group: Optional[bool] = False,
+) -> None:
+    """Megatron-Core 0.16.1's ``initialize_model_parallel`` arguments."""
+
+
+def _initialize_0_19_2(
+    tensor_model_parallel_size: int = 1,
+    pipeline_model_parallel_size: int = 1,
+    virtual_pipeline_model_parallel_size: Optional[int] = None,
+    pipeline_model_parallel_comm_backend: Optional[str] = None,
+    use_sharp: bool = False,
+    context_parallel_size: int = 1,
+    hierarchical_context_parallel_sizes: Optional[list[int]] = None,
+    hybrid_context_parallel: bool = False,
+    expert_model_parallel_size: int = 1,
+    gtp_remat_size: int = 1,
+    expert_gtp_remat_size: int = 1,
+    num_distributed_optimizer_instances: int = 1,
+    expert_tensor_parallel_size: Optional[int] = None,
+    nccl_communicator_config_path: Optional[str] = None,
+    distributed_timeout_minutes: int = 30,
+    order: str = "tp-cp-ep-dp-pp",
+    get_embedding_ranks: Optional[Callable[[list[int]], list[int]]] = None,
+    get_position_embedding_ranks: Optional[Callable[[list[int]], list[int]]] = None,
+    create_gloo_process_groups: bool = True,
+    high_priority_stream_groups: Optional[list[str]] = None,
+    sharp_enabled_group: Optional[str] = None,
+    rank_offset: int = 0,
+    local_world_size: Optional[int] = None,
+) -> None:
+    """Megatron-Core 0.19.2's ``initialize_model_parallel`` arguments."""
+
+
+#: Each release's ``initialize_model_parallel`` signature (names, order,
+#: defaults), by version: what :func:`initialize_model_parallel` and
+#: :meth:`ParallelState.create` bind their arguments to.
+SIGNATURES: dict[str, inspect.Signature] = {
+    "0.16.1": inspect.signature(_initialize_0_16_1),
+    "0.19.2": inspect.signature(_initialize_0_19_2),
+}
+
+# The value of each argument one release lacks, as the other release
+# behaves without it (so the plan reads one set of keys).
+_ABSENT = {
+    "gtp_remat_size": 1,
+    "expert_gtp_remat_size": 1,
+    "rank_offset": 0,
+    "local_world_size": None,
+    "create_all_gather_group": False,
+}
+
+_COMMON_GLOBALS = (
+    "_TENSOR_MODEL_PARALLEL_GROUP",
+    "_PIPELINE_MODEL_PARALLEL_GROUP",
+    "_MODEL_PARALLEL_GROUP",
+    "_EMBEDDING_GROUP",
+    "_POSITION_EMBEDDING_GROUP",
+    "_DATA_PARALLEL_GROUP",
+    "_DATA_PARALLEL_GROUP_GLOO",
+    "_TENSOR_AND_DATA_PARALLEL_GROUP",
+    "_EXPERT_MODEL_PARALLEL_GROUP",
+    "_EXPERT_TENSOR_PARALLEL_GROUP",
+    "_EXPERT_TENSOR_AND_MODEL_PARALLEL_GROUP",
+    "_EXPERT_TENSOR_MODEL_PIPELINE_PARALLEL_GROUP",
+    "_EXPERT_DATA_PARALLEL_GROUP",
+    "_EXPERT_DATA_PARALLEL_GROUP_GLOO",
+    "_INTRA_PARTIAL_EXPERT_DATA_PARALLEL_GROUP",
+    "_INTRA_PARTIAL_EXPERT_DATA_PARALLEL_GROUP_GLOO",
+    "_INTER_PARTIAL_EXPERT_DATA_PARALLEL_GROUP",
+    "_VIRTUAL_PIPELINE_MODEL_PARALLEL_RANK",
+    "_VIRTUAL_PIPELINE_MODEL_PARALLEL_WORLD_SIZE",
+    "_EMBEDDING_GLOBAL_RANKS",
+    "_POSITION_EMBEDDING_GLOBAL_RANKS",
+    "_PIPELINE_GLOBAL_RANKS",
+    "_DATA_PARALLEL_GLOBAL_RANKS",
+    "_TENSOR_MODEL_PARALLEL_GLOBAL_RANKS",
+    "_EXPERT_MODEL_PARALLEL_RANKS",
+    "_MODEL_PARALLEL_GLOBAL_RANKS",
+    "_CONTEXT_PARALLEL_GROUP",
+    "_CONTEXT_PARALLEL_GLOBAL_RANKS",
+    "_HIERARCHICAL_CONTEXT_PARALLEL_GROUPS",
+    "_HYBRID_DP_CP_GROUPS",
+    "_DATA_PARALLEL_GROUP_WITH_CP",
+    "_DATA_PARALLEL_GROUP_WITH_CP_GLOO",
+    "_DATA_PARALLEL_GLOBAL_RANKS_WITH_CP",
+    "_INTRA_PARTIAL_DATA_PARALLEL_GROUP_WITH_CP",
+    "_INTRA_PARTIAL_DATA_PARALLEL_GROUP_WITH_CP_GLOO",
+    "_TENSOR_AND_CONTEXT_PARALLEL_GROUP",
+    "_TENSOR_AND_DATA_PARALLEL_GROUP_WITH_CP",
+    "_INTRA_DISTRIBUTED_OPTIMIZER_INSTANCE_GROUP",
+    "_global_process_group_list",
+)
+_RELEASE_GLOBALS = {
+    "0.16.1": ("_DATA_PARALLEL_GROUP_WITH_CP_AG",),
+    "0.19.2": (
+        "_GTP_WEIGHT_REMAT_GROUP",
+        "_GTP_WEIGHT_REMAT_GLOBAL_RANKS",
+        "_DATA_PARALLEL_GROUP_WITH_GTP_REMAT",
+        "_DATA_PARALLEL_GROUP_WITH_CP_WITH_GTP_REMAT",
+        "_INTRA_PARTIAL_DATA_PARALLEL_GROUP_WITH_CP_WITH_GTP_REMAT",
+        "_EXPERT_GTP_WEIGHT_REMAT_GROUP",
+        "_EXPERT_GTP_WEIGHT_REMAT_GLOBAL_RANKS",
+        "_EXPERT_TENSOR_MODEL_PIPELINE_PARALLEL_GROUP_WITH_EGTP",
+        "_EXPERT_DATA_PARALLEL_GROUP_WITH_GTP_REMAT",
+        "_INTRA_PARTIAL_EXPERT_DATA_PARALLEL_GROUP_WITH_GTP_REMAT",
+    ),
+}
 
 #: Every global of ``megatron.core.parallel_state`` that
-#: :func:`initialize_model_parallel` sets, with its value before any
-#: initialization (what :func:`destroy_model_parallel` restores).
+#: :func:`initialize_model_parallel` sets in one release or the other, with
+#: its value before any initialization (what :func:`destroy_model_parallel`
+#: restores); :func:`globals_of` gives one release's.
 GLOBALS: dict[str, Any] = {
-    name: None
-    for name in (
-        "_TENSOR_MODEL_PARALLEL_GROUP",
-        "_PIPELINE_MODEL_PARALLEL_GROUP",
-        "_MODEL_PARALLEL_GROUP",
-        "_EMBEDDING_GROUP",
-        "_POSITION_EMBEDDING_GROUP",
-        "_DATA_PARALLEL_GROUP",
-        "_DATA_PARALLEL_GROUP_GLOO",
-        "_TENSOR_AND_DATA_PARALLEL_GROUP",
-        "_EXPERT_MODEL_PARALLEL_GROUP",
-        "_EXPERT_TENSOR_PARALLEL_GROUP",
-        "_EXPERT_TENSOR_AND_MODEL_PARALLEL_GROUP",
-        "_EXPERT_TENSOR_MODEL_PIPELINE_PARALLEL_GROUP",
-        "_EXPERT_DATA_PARALLEL_GROUP",
-        "_EXPERT_DATA_PARALLEL_GROUP_GLOO",
-        "_INTRA_PARTIAL_EXPERT_DATA_PARALLEL_GROUP",
-        "_INTRA_PARTIAL_EXPERT_DATA_PARALLEL_GROUP_GLOO",
-        "_INTER_PARTIAL_EXPERT_DATA_PARALLEL_GROUP",
-        "_VIRTUAL_PIPELINE_MODEL_PARALLEL_RANK",
-        "_VIRTUAL_PIPELINE_MODEL_PARALLEL_WORLD_SIZE",
-        "_EMBEDDING_GLOBAL_RANKS",
-        "_POSITION_EMBEDDING_GLOBAL_RANKS",
-        "_PIPELINE_GLOBAL_RANKS",
-        "_DATA_PARALLEL_GLOBAL_RANKS",
-        "_TENSOR_MODEL_PARALLEL_GLOBAL_RANKS",
-        "_EXPERT_MODEL_PARALLEL_RANKS",
-        "_MODEL_PARALLEL_GLOBAL_RANKS",
-        "_CONTEXT_PARALLEL_GROUP",
-        "_CONTEXT_PARALLEL_GLOBAL_RANKS",
-        "_HIERARCHICAL_CONTEXT_PARALLEL_GROUPS",
-        "_HYBRID_DP_CP_GROUPS",
-        "_DATA_PARALLEL_GROUP_WITH_CP",
-        "_DATA_PARALLEL_GROUP_WITH_CP_AG",
-        "_DATA_PARALLEL_GROUP_WITH_CP_GLOO",
-        "_DATA_PARALLEL_GLOBAL_RANKS_WITH_CP",
-        "_INTRA_PARTIAL_DATA_PARALLEL_GROUP_WITH_CP",
-        "_INTRA_PARTIAL_DATA_PARALLEL_GROUP_WITH_CP_GLOO",
-        "_TENSOR_AND_CONTEXT_PARALLEL_GROUP",
-        "_TENSOR_AND_DATA_PARALLEL_GROUP_WITH_CP",
-        "_INTRA_DISTRIBUTED_OPTIMIZER_INSTANCE_GROUP",
-        "_global_process_group_list",
-    )
+    name: None for name in (*_COMMON_GLOBALS, *(n for names in _RELEASE_GLOBALS.values() for n in names))
 }
 GLOBALS["_HYBRID_DP_CP_GROUPS"] = {}
+
+
+def globals_of(version: str) -> dict[str, Any]:
+    """The globals :func:`initialize_model_parallel` sets in Megatron-Core
+    ``version``'s ``parallel_state``, with their first values."""
+    names = (*_COMMON_GLOBALS, *_RELEASE_GLOBALS[_release(version)])
+    return {name: GLOBALS[name] for name in names}
+
+
+def _release(version: str) -> str:
+    if version not in SIGNATURES:
+        raise LayoutError(
+            f"megatron-core {version!r}: rank_layout.torch.megatron fills {' and '.join(MEGATRON_CORE_VERSIONS)}"
+        )
+    return version
+
+
+def _bind(version: str, args: tuple, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Every argument of ``version``'s ``initialize_model_parallel``, bound
+    as Python binds them (a ``TypeError`` for an unknown one), defaults
+    filled; and the other release's arguments at their neutral values."""
+    bound = SIGNATURES[_release(version)].bind(*args, **kwargs)
+    bound.apply_defaults()
+    return {**_ABSENT, **bound.arguments}
+
 
 # The globals that say whether parallel_state is initialized (Megatron-Core
 # asserts each is None before building it).
@@ -141,6 +265,9 @@ _INITIALIZED_BY = (
     "_INTRA_PARTIAL_EXPERT_DATA_PARALLEL_GROUP_GLOO",
     "_INTER_PARTIAL_EXPERT_DATA_PARALLEL_GROUP",
     "_INTRA_DISTRIBUTED_OPTIMIZER_INSTANCE_GROUP",
+    # 0.19's
+    "_GTP_WEIGHT_REMAT_GROUP",
+    "_EXPERT_GTP_WEIGHT_REMAT_GROUP",
 )
 
 # Group family (Megatron-Core's group_desc) -> its name in Megatron-Core's
@@ -168,6 +295,13 @@ _NCCL_NAMES = {
     "HIERARCHICAL_EXPERT_DATA_PARALLEL_GROUP_L0": "intra_ep_dp",
     "HIERARCHICAL_EXPERT_DATA_PARALLEL_GROUP_L1": "inter_ep_dp",
     "INTRA_DISTRIBUTED_OPTIMIZER_INSTANCE_GROUP": "intra_dist_opt_instance",
+    # 0.19's weight-shard families
+    "GTP_WEIGHT_REMAT_GROUP": "gtp_remat",
+    "DATA_PARALLEL_GROUP_WITH_GTP_REMAT": "gtp_remat_dp",
+    "DATA_PARALLEL_GROUP_WITH_CP_WITH_GTP_REMAT": "gtp_remat_dp_cp",
+    "EXPERT_GTP_WEIGHT_REMAT_GROUP": "expt_gtp_remat",
+    "EXPERT_TENSOR_MODEL_PIPELINE_PARALLEL_GROUP_WITH_EGTP": "tp_ep_gtp_remat_pp",
+    "EXPERT_DATA_PARALLEL_GROUP_WITH_GTP_REMAT": "ep_gtp_remat_dp",
 }
 
 # Arguments the drop-in cannot honour, with their default (honoured) value.
@@ -180,22 +314,26 @@ class _Plan:
     the group families. ``rank`` may be any rank of the world (the tests
     plan every rank of a world in one process)."""
 
-    def __init__(self, world: int, rank: int, args: dict[str, Any]) -> None:
-        a = args
-        self.world, self.rank, self.args = world, rank, a
+    def __init__(self, world: int, rank: int, args: dict[str, Any], version: str = MEGATRON_CORE_VERSION) -> None:
+        a = {**_ABSENT, **args}
+        self.version = _release(version)
+        self.rank, self.args = rank, a
         self._refuse_unsupported(a)
-        tp, pp, cp = a["tensor_model_parallel_size"], a["pipeline_model_parallel_size"], a["context_parallel_size"]
-        ep, n = a["expert_model_parallel_size"], a["num_distributed_optimizer_instances"]
-        order = a["order"]
         for name in (
             "tensor_model_parallel_size",
             "pipeline_model_parallel_size",
             "context_parallel_size",
             "expert_model_parallel_size",
             "num_distributed_optimizer_instances",
+            "gtp_remat_size",
+            "expert_gtp_remat_size",
         ):
             if not isinstance(a[name], int) or isinstance(a[name], bool) or a[name] < 1:
                 raise LayoutError(f"{name} must be a positive int, got {a[name]!r}")
+        tp, pp, cp = a["tensor_model_parallel_size"], a["pipeline_model_parallel_size"], a["context_parallel_size"]
+        ep, n = a["expert_model_parallel_size"], a["num_distributed_optimizer_instances"]
+        gtp, egtp = a["gtp_remat_size"], a["expert_gtp_remat_size"]
+        order = a["order"]
         etp = a["expert_tensor_parallel_size"]
         if etp is None:
             etp = tp
@@ -203,8 +341,25 @@ class _Plan:
             raise LayoutError(f"expert_tensor_parallel_size must be a positive int, got {etp!r}")
         if not isinstance(order, str):
             raise LayoutError(f"order must be a string, got {order!r}")
+        offset, local = a["rank_offset"], a["local_world_size"]
+        if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
+            raise LayoutError(f"rank_offset must be an int >= 0, got {offset!r}")
+        if local is not None and (not isinstance(local, int) or isinstance(local, bool) or local < 1):
+            raise LayoutError(f"local_world_size must be a positive int, got {local!r}")
+        # Megatron-Core's ranks run from rank_offset over local_world_size
+        # (or the whole world): they must all exist.
+        everyone, world = world, (world if local is None else local)
+        if offset + world > everyone:
+            raise LayoutError(
+                f"rank_offset {offset} with local_world_size {local}: ranks {offset}..{offset + world} "
+                f"are not all in torch.distributed's world of {everyone}"
+            )
+        self.world = world
+        order = _weight_shard_order(order, gtp, egtp)
+        if (gtp > 1 or egtp > 1) and n > 1:
+            raise LayoutError("GTP_remat with num_distributed_optimizer_instances > 1 is not yet supported.")
         # Megatron-Core's own checks, in its order and with its messages.
-        model = tp * pp * cp
+        model = tp * pp * cp * gtp
         if world % model:
             raise LayoutError(f"world_size ({world}) is not divisible by {model}")
         dp = world // model
@@ -220,7 +375,7 @@ class _Plan:
         if backend == "ucc" and not dist.is_ucc_available():
             raise LayoutError("pipeline_model_parallel_comm_backend='ucc': this torch has no UCC backend")
         self.nccl_cfgs = _nccl_configs(a["nccl_communicator_config_path"], a["high_priority_stream_groups"])
-        etmp = etp * ep * pp
+        etmp = etp * ep * pp * egtp
         if world % etmp:
             raise LayoutError(
                 f"world_size ({world}) is not divisible by expert_tensor_model_pipeline_parallel size ({etmp})"
@@ -257,10 +412,14 @@ class _Plan:
             etp=etp,
             world_size=world,
             order=order,
+            rank_offset=offset,
             expert_layout="folded",
             hierarchical_cp=hcp or None,
             dist_opt_instances=n if n > 1 else None,
+            gtp_remat=gtp,
+            expert_gtp_remat=egtp,
         )
+        self.gtp, self.egtp = gtp, egtp
         self.hcp_levels = len(hcp) if hcp else 0
         self.specs = self._specs(a)
 
@@ -287,9 +446,19 @@ class _Plan:
         return GroupSpec(label, kind=kind, sort=True, **kw)
 
     def _specs(self, a: dict[str, Any]) -> list[GroupSpec]:
-        gloo = bool(a["create_gloo_process_groups"])
-        n = self.n_instances
-        specs = [self._kind("DATA_PARALLEL_GROUP_WITH_CP", "dp-cp")]
+        """The group families in the order Megatron-Core creates them (a
+        process group's name is salted with torch's count of groups, so the
+        order is the same on every rank)."""
+        n, gtp, egtp = self.n_instances, self.gtp, self.egtp
+        new = self.version != "0.16.1"
+        # 0.19 turns gloo off under a weight-shard axis: the dense groups'
+        # under gtp_remat, the expert ones' under either.
+        gloo = bool(a["create_gloo_process_groups"]) and gtp == 1
+        expert_gloo = gloo and egtp == 1
+        specs = []
+        if new:
+            specs.append(self._shards("GTP_WEIGHT_REMAT_GROUP", "gtp_remat", gtp))
+        specs.append(self._kind("DATA_PARALLEL_GROUP_WITH_CP", "dp-cp"))
         if a["create_all_gather_group"]:
             specs.append(self._kind("DATA_PARALLEL_GROUP_WITH_CP_AG", "dp-cp", share=False))
         if gloo:
@@ -307,13 +476,18 @@ class _Plan:
         specs.append(self._kind("DATA_PARALLEL_GROUP", "dp"))
         if gloo:
             specs.append(self._kind("DATA_PARALLEL_GROUP_GLOO", "dp", backend="gloo"))
+        if gtp > 1:
+            specs.append(self._kind("DATA_PARALLEL_GROUP_WITH_GTP_REMAT", "gtp_remat-dp"))
+            specs.append(self._kind("DATA_PARALLEL_GROUP_WITH_CP_WITH_GTP_REMAT", "gtp_remat-dp-cp"))
         specs.append(self._kind("CONTEXT_PARALLEL_GROUP", "cp"))
         hcp_opts = _nccl_options("hcp", self.nccl_cfgs)
         for level in range(self.hcp_levels):
             specs.append(
                 self._kind(f"HIERARCHICAL_CONTEXT_PARALLEL_GROUP_L{level}", f"hcp-{level}", pg_options=hcp_opts)
             )
-        specs.append(self._kind("MODEL_PARALLEL_GROUP", "tp-pp"))
+        # With a weight-shard axis, the model, tensor + data groups span it.
+        with_gtp = (lambda kind: kind.replace("tp-", "tp-gtp_remat-", 1)) if gtp > 1 else (lambda kind: kind)
+        specs.append(self._kind("MODEL_PARALLEL_GROUP", with_gtp("tp-pp")))
         specs.append(self._kind("TENSOR_MODEL_PARALLEL_GROUP", "tp"))
         pp_backend = a["pipeline_model_parallel_comm_backend"]
         specs.append(
@@ -326,26 +500,39 @@ class _Plan:
         )
         specs.append(self._embedding("EMBEDDING_GROUP", "embd", a["get_embedding_ranks"]))
         specs.append(self._embedding("POSITION_EMBEDDING_GROUP", "pos-embd", a["get_position_embedding_ranks"]))
-        specs.append(self._kind("TENSOR_AND_DATA_PARALLEL_GROUP_WITH_CP", "tp-dp-cp"))
-        specs.append(self._kind("TENSOR_AND_DATA_PARALLEL_GROUP", "tp-dp"))
+        specs.append(self._kind("TENSOR_AND_DATA_PARALLEL_GROUP_WITH_CP", with_gtp("tp-dp-cp")))
+        specs.append(self._kind("TENSOR_AND_DATA_PARALLEL_GROUP", with_gtp("tp-dp")))
         specs.append(self._kind("TENSOR_AND_CONTEXT_PARALLEL_GROUP", "tp-cp"))
+        if new:
+            specs.append(self._shards("EXPERT_GTP_WEIGHT_REMAT_GROUP", "egtp_remat", egtp))
         specs.append(self._kind("EXPERT_MODEL_PARALLEL_GROUP", "ep"))
         specs.append(self._kind("EXPERT_TENSOR_PARALLEL_GROUP", "etp"))
         specs.append(self._kind("EXPERT_TENSOR_AND_MODEL_PARALLEL_GROUP", "etp-ep"))
         specs.append(self._kind("EXPERT_TENSOR_MODEL_PIPELINE_PARALLEL_GROUP", "etp-ep-pp"))
+        if new:
+            specs.append(
+                self._kind(
+                    "EXPERT_TENSOR_MODEL_PIPELINE_PARALLEL_GROUP_WITH_EGTP",
+                    "etp-ep-egtp_remat-pp" if egtp > 1 else "etp-ep-pp",
+                )
+            )
         specs.append(self._kind("EXPERT_DATA_PARALLEL_GROUP", "edp"))
-        if gloo:
+        if expert_gloo:
             specs.append(self._kind("EXPERT_DATA_PARALLEL_GROUP_GLOO", "edp", backend="gloo"))
         if n > 1:
             specs.append(self._kind("HIERARCHICAL_EXPERT_DATA_PARALLEL_GROUP_L0", "edp-intra"))
-            if gloo:
+            if expert_gloo:
                 specs.append(
                     self._kind("HIERARCHICAL_EXPERT_DATA_PARALLEL_GROUP_GLOO_L0", "edp-intra", backend="gloo")
                 )
             specs.append(self._edp_inter())
+        if egtp > 1:
+            specs.append(self._kind("EXPERT_DATA_PARALLEL_GROUP_WITH_GTP_REMAT", "egtp_remat-edp"))
+        if n > 1:
             specs.append(self._kind("INTRA_DISTRIBUTED_OPTIMIZER_INSTANCE_GROUP", "dist-opt-instance"))
         else:
-            # One instance: Megatron-Core's instance group is every rank.
+            # One instance (always so under a weight-shard axis): Megatron-Core's
+            # instance group is every rank of the layout.
             specs.append(
                 GroupSpec(
                     "INTRA_DISTRIBUTED_OPTIMIZER_INSTANCE_GROUP",
@@ -355,6 +542,22 @@ class _Plan:
                 )
             )
         return specs
+
+    def _shards(self, label: str, kind: str, size: int) -> GroupSpec:
+        """0.19's weight-shard group family: the axis' groups, or, when its
+        size is 1, a group of each rank alone (Megatron-Core makes them)."""
+        if size > 1:
+            return self._kind(label, kind)
+        layout = self.layout
+        first = layout.rank_offset
+
+        def mine(rank: Optional[int]) -> Optional[list[int]]:
+            return None if rank is None else [rank]
+
+        def partition() -> np.ndarray:
+            return np.arange(first, first + layout.world_size, dtype=np.uint32)[:, None]
+
+        return GroupSpec(label, mine=mine, partition=partition, pg_options=self._opts(label), sort=True)
 
     def _hybrid(self, size: int) -> GroupSpec:
         """Megatron-Core's hybrid dp x cp groups of ``size``: consecutive
@@ -448,8 +651,11 @@ class _Plan:
         where the rank is in none."""
         rank = self.rank if rank is None else rank
         spec = next(s for s in self.specs if s.label == label)
+        first = self.layout.rank_offset
+        if not first <= rank < first + self.world:
+            return None  # outside the ranks 0.19's rank_offset names
         if spec.everyone:
-            got = list(range(self.world))
+            got = list(range(first, first + self.world))
         elif spec.kind is None:
             got = spec.mine(rank)
         else:
@@ -462,6 +668,39 @@ class _Plan:
     def planned(self, rank: Optional[int] = None) -> dict[str, Optional[list[int]]]:
         """Every family's members for ``rank`` (sorted), by family."""
         return {s.label: self.members(s.label, rank) for s in self.specs}
+
+
+def _weight_shard_order(order: str, gtp: int, egtp: int) -> str:
+    """``order`` with ``gtp_remat`` written where Megatron-Core 0.19 puts it
+    (``_inject_gtp_remat_axis``: after ``tp`` on the dense grid, after
+    ``ep`` on the expert grid, else after ``tp``, else first). Megatron-Core
+    looks for those tokens case-sensitively while its grids read the order
+    in any case; rank-layout reads it in any case throughout, so an order
+    in capitals is rewritten here to place the axis as Megatron-Core does,
+    and a place no single written position gives is refused."""
+    toks = order.split("-")
+    if (gtp == 1 and egtp == 1) or "gtp_remat" in [t.lower() for t in toks]:
+        return order
+
+    def place(words: list[str], after: str) -> int:
+        anchor = after if after in words else "tp"
+        return words.index(anchor) + 1 if anchor in words else 0
+
+    lower = [t.lower() for t in toks]
+    theirs = {"dense": place(toks, "tp"), "expert": place(toks, "ep")}
+    ours = {"dense": place(lower, "tp"), "expert": place(lower, "ep")}
+    used = [grid for grid, size in (("dense", gtp), ("expert", egtp)) if size > 1]
+    if all(theirs[g] == ours[g] for g in used):
+        return order
+    positions = {theirs[g] for g in used}
+    if len(positions) > 1:
+        raise LayoutError(
+            f"order {order!r}: Megatron-Core puts gtp_remat at place {theirs['dense']} of the dense grid and "
+            f"{theirs['expert']} of the expert grid (it finds 'tp' and 'ep' case-sensitively); write the "
+            "order in lowercase, or write gtp_remat in it"
+        )
+    at = positions.pop()
+    return "-".join(toks[:at] + ["gtp_remat"] + toks[at:])
 
 
 def _nccl_configs(path: Optional[str], high_priority: Optional[Sequence[str]]) -> dict[str, dict]:
@@ -518,48 +757,34 @@ class ParallelState:
     groups.
     """
 
-    def __init__(self, layout: Layout, rank: int, groups: dict[str, Any], values: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        layout: Layout,
+        rank: int,
+        groups: dict[str, Any],
+        values: dict[str, Any],
+        version: str = MEGATRON_CORE_VERSION,
+    ) -> None:
         self.layout, self.rank, self.groups, self.values = layout, rank, groups, values
+        #: The Megatron-Core release whose ``parallel_state`` this state is.
+        self.version = version
 
     @classmethod
     def create(
-        cls,
-        tensor_model_parallel_size: int = 1,
-        pipeline_model_parallel_size: int = 1,
-        virtual_pipeline_model_parallel_size: Optional[int] = None,
-        pipeline_model_parallel_comm_backend: Optional[str] = None,
-        use_sharp: bool = False,
-        context_parallel_size: int = 1,
-        hierarchical_context_parallel_sizes: Optional[list[int]] = None,
-        hybrid_context_parallel: bool = False,
-        expert_model_parallel_size: int = 1,
-        num_distributed_optimizer_instances: int = 1,
-        expert_tensor_parallel_size: Optional[int] = None,
-        nccl_communicator_config_path: Optional[str] = None,
-        distributed_timeout_minutes: int = 30,
-        order: str = "tp-cp-ep-dp-pp",
-        get_embedding_ranks: Optional[Callable[[list[int]], list[int]]] = None,
-        get_position_embedding_ranks: Optional[Callable[[list[int]], list[int]]] = None,
-        create_gloo_process_groups: bool = True,
-        high_priority_stream_groups: Optional[list[str]] = None,
-        sharp_enabled_group: Optional[str] = None,
-        create_all_gather_group: Optional[bool] = False,
-        *,
-        share: bool = True,
+        cls, *args: Any, share: bool = True, megatron_core: str = MEGATRON_CORE_VERSION, **kwargs: Any
     ) -> ParallelState:
-        """Builds this rank's groups, with the arguments of Megatron-Core's
-        ``initialize_model_parallel``, without touching Megatron-Core.
-        Every rank calls it, with the same arguments. ``share``: families
-        with the same members share one process group (see
-        :mod:`rank_layout.torch`)."""
-        args = dict(locals())
-        del args["cls"], args["share"]
-        return _create(args, share)
+        """Builds this rank's groups, with the arguments of Megatron-Core
+        ``megatron_core``'s ``initialize_model_parallel`` (``SIGNATURES``:
+        the same names, order and defaults; 0.19.2 unless told), without
+        touching Megatron-Core. Every rank calls it, with the same
+        arguments. ``share``: families with the same members share one
+        process group (see :mod:`rank_layout.torch`)."""
+        return _create(megatron_core, _bind(megatron_core, args, kwargs), share)
 
     # -- the state -----------------------------------------------------------
 
     def _get(self, name: str, message: str) -> Any:
-        value = self.values[name]
+        value = self.values.get(name)
         assert value is not None, message
         return value
 
@@ -582,7 +807,7 @@ class ParallelState:
         )
 
     def _group(self, name: str, check_initialized: bool, message: str) -> Any:
-        value = self.values[name]
+        value = self.values.get(name)
         if check_initialized:
             assert value is not None, message
         return value
@@ -604,29 +829,47 @@ class ParallelState:
         )
 
     def get_data_parallel_group(
-        self, with_context_parallel: bool = False, partial_data_parallel: bool = False, independent_all_gather: bool = False
+        self,
+        with_context_parallel: bool = False,
+        with_gtp_remat: bool = True,
+        partial_data_parallel: bool = False,
+        *,
+        independent_all_gather: bool = False,
     ) -> Any:
-        """Get the data-parallel group the caller rank belongs to."""
-        if with_context_parallel:
-            if partial_data_parallel:
+        """Get the data-parallel group the caller rank belongs to (0.19.2's
+        arguments; 0.16.1's ``independent_all_gather`` by keyword; under
+        0.16.1 ``with_gtp_remat`` changes nothing)."""
+        if self.version == "0.16.1":
+            if with_context_parallel:
+                if partial_data_parallel:
+                    return self._get(
+                        "_INTRA_PARTIAL_DATA_PARALLEL_GROUP_WITH_CP",
+                        "Intra partial data parallel group is not initialized",
+                    )
+                if independent_all_gather:
+                    return self._get(
+                        "_DATA_PARALLEL_GROUP_WITH_CP_AG",
+                        "data parallel group with context parallel AG is not initialized",
+                    )
                 return self._get(
-                    "_INTRA_PARTIAL_DATA_PARALLEL_GROUP_WITH_CP", "Intra partial data parallel group is not initialized"
+                    "_DATA_PARALLEL_GROUP_WITH_CP",
+                    "data parallel group with context parallel combined is not initialized",
                 )
-            if independent_all_gather:
-                return self._get(
-                    "_DATA_PARALLEL_GROUP_WITH_CP_AG", "data parallel group with context parallel AG is not initialized"
-                )
-            return self._get(
-                "_DATA_PARALLEL_GROUP_WITH_CP",
-                "data parallel group with context parallel combined is not initialized",
-            )
-        group = self._get("_DATA_PARALLEL_GROUP", "data parallel group is not initialized")
-        assert partial_data_parallel == False, "Partial DP for Optimizer needs to include CP"  # noqa: E712
-        return group
+            group = self._get("_DATA_PARALLEL_GROUP", "data parallel group is not initialized")
+            assert partial_data_parallel == False, "Partial DP for Optimizer needs to include CP"  # noqa: E712
+            return group
+        assert with_context_parallel or not partial_data_parallel, "Partial DP for Optimizer needs to include CP"
+        suffix, described = ("_WITH_GTP_REMAT", " (with GTP_remat)") if with_gtp_remat else ("", "")
+        name, description = {
+            (False, False): ("_DATA_PARALLEL_GROUP", "data parallel group"),
+            (True, False): ("_DATA_PARALLEL_GROUP_WITH_CP", "data parallel group with CP"),
+            (True, True): ("_INTRA_PARTIAL_DATA_PARALLEL_GROUP_WITH_CP", "intra partial data parallel group with CP"),
+        }[with_context_parallel, partial_data_parallel]
+        return self._get(name + suffix, f"{description}{described} is not initialized")
 
     def has_separate_all_gather_group(self) -> bool:
         """Check if a separate all-gather process group has been created."""
-        return self.values["_DATA_PARALLEL_GROUP_WITH_CP_AG"] is not None
+        return self.values.get("_DATA_PARALLEL_GROUP_WITH_CP_AG") is not None
 
     def get_data_parallel_group_gloo(self, with_context_parallel: bool = False, partial_data_parallel: bool = False) -> Any:
         """Get the Gloo data-parallel group the caller rank belongs to."""
@@ -791,17 +1034,73 @@ class ParallelState:
         ranks = self._get("_PIPELINE_GLOBAL_RANKS", "Pipeline parallel group is not initialized")
         return ranks[(self.get_pipeline_model_parallel_rank() - 1) % self.get_pipeline_model_parallel_world_size()]
 
-    def get_data_parallel_world_size(self, with_context_parallel: bool = False, partial_data_parallel: bool = False) -> int:
+    def get_data_parallel_world_size(
+        self, with_context_parallel: bool = False, with_gtp_remat: bool = True, partial_data_parallel: bool = False
+    ) -> int:
         """Return world size for the data parallel group."""
         return self.get_data_parallel_group(
-            with_context_parallel=with_context_parallel, partial_data_parallel=partial_data_parallel
+            with_context_parallel=with_context_parallel,
+            with_gtp_remat=with_gtp_remat,
+            partial_data_parallel=partial_data_parallel,
         ).size()
 
-    def get_data_parallel_rank(self, with_context_parallel: bool = False, partial_data_parallel: bool = False) -> int:
+    def get_data_parallel_rank(
+        self, with_context_parallel: bool = False, with_gtp_remat: bool = True, partial_data_parallel: bool = False
+    ) -> int:
         """Return caller's rank in the data-parallel group."""
         return self.get_data_parallel_group(
-            with_context_parallel=with_context_parallel, partial_data_parallel=partial_data_parallel
+            with_context_parallel=with_context_parallel,
+            with_gtp_remat=with_gtp_remat,
+            partial_data_parallel=partial_data_parallel,
         ).rank()
+
+    def get_gtp_weight_remat_group(self, check_initialized: bool = True) -> Any:
+        """Get the weight-shard (GTP_remat) group the caller rank belongs to (0.19)."""
+        return self._group(
+            "_GTP_WEIGHT_REMAT_GROUP", check_initialized, "generalized tensor parallel group is not initialized"
+        )
+
+    def get_gtp_weight_remat_world_size(self) -> int:
+        """The size of the weight-shard group (0 without one)."""
+        group = self.values.get("_GTP_WEIGHT_REMAT_GROUP")
+        return group.size() if group is not None else 0
+
+    def get_gtp_weight_remat_rank(self) -> int:
+        """The caller's rank in its weight-shard group (0 without one)."""
+        group = self.values.get("_GTP_WEIGHT_REMAT_GROUP")
+        return group.rank() if group is not None else 0
+
+    def get_gtp_weight_remat_global_ranks(self, check_initialized: bool = True) -> Any:
+        """The global ranks of the caller's weight-shard group."""
+        return self._group(
+            "_GTP_WEIGHT_REMAT_GLOBAL_RANKS", check_initialized, "generalized tensor parallel group is not initialized"
+        )
+
+    def get_expert_gtp_weight_remat_group(self, check_initialized: bool = True) -> Any:
+        """Get the expert weight-shard (EGTP) group the caller rank belongs to (0.19)."""
+        return self._group(
+            "_EXPERT_GTP_WEIGHT_REMAT_GROUP",
+            check_initialized,
+            "expert generalized tensor parallel group is not initialized",
+        )
+
+    def get_expert_gtp_weight_remat_world_size(self) -> int:
+        """The size of the expert weight-shard group (0 without one)."""
+        group = self.values.get("_EXPERT_GTP_WEIGHT_REMAT_GROUP")
+        return group.size() if group is not None else 0
+
+    def get_expert_gtp_weight_remat_rank(self) -> int:
+        """The caller's rank in its expert weight-shard group (0 without one)."""
+        group = self.values.get("_EXPERT_GTP_WEIGHT_REMAT_GROUP")
+        return group.rank() if group is not None else 0
+
+    def get_expert_gtp_weight_remat_global_ranks(self, check_initialized: bool = True) -> Any:
+        """The global ranks of the caller's expert weight-shard group."""
+        return self._group(
+            "_EXPERT_GTP_WEIGHT_REMAT_GLOBAL_RANKS",
+            check_initialized,
+            "expert generalized tensor parallel group is not initialized",
+        )
 
     def get_context_parallel_world_size(self) -> int:
         """Return world size for the context parallel group."""
@@ -843,13 +1142,18 @@ class ParallelState:
             "_EXPERT_TENSOR_PARALLEL_GROUP", check_initialized, "Expert tensor parallel group is not initialized"
         )
 
-    def get_expert_tensor_parallel_world_size(self) -> int:
-        """Return world size for the expert tensor parallel group."""
-        return self.get_expert_tensor_parallel_group().size()
+    def get_expert_tensor_parallel_world_size(self) -> Optional[int]:
+        """Return world size for the expert tensor parallel group (``None``
+        outside every group, as Megatron-Core's, which falls back on its
+        unset tensor-parallel override)."""
+        group = self.values.get("_EXPERT_TENSOR_PARALLEL_GROUP")
+        return None if group is None else group.size()
 
-    def get_expert_tensor_parallel_rank(self) -> int:
-        """Return my rank for the expert tensor parallel group."""
-        return self.get_expert_tensor_parallel_group().rank()
+    def get_expert_tensor_parallel_rank(self) -> Optional[int]:
+        """Return my rank for the expert tensor parallel group (``None``
+        outside every group)."""
+        group = self.values.get("_EXPERT_TENSOR_PARALLEL_GROUP")
+        return None if group is None else group.rank()
 
     def get_expert_tensor_and_model_parallel_group(self, check_initialized: bool = True) -> Any:
         """Get the expert-tensor and expert-model group the caller rank belongs to."""
@@ -867,25 +1171,42 @@ class ParallelState:
         """Return caller's rank in the joint tensor- and expert-model-parallel group."""
         return self.get_expert_tensor_and_model_parallel_group().rank()
 
-    def get_expert_tensor_model_pipeline_parallel_group(self, check_initialized: bool = True) -> Any:
-        """Get expert tensor-model-pipeline parallel group."""
+    def get_expert_tensor_model_pipeline_parallel_group(
+        self, check_initialized: bool = True, with_egtp_remat: bool = False
+    ) -> Any:
+        """Get expert tensor-model-pipeline parallel group (``with_egtp_remat``:
+        0.19's group spanning the expert weight-shard axis too)."""
+        if with_egtp_remat:
+            return self._group(
+                "_EXPERT_TENSOR_MODEL_PIPELINE_PARALLEL_GROUP_WITH_EGTP",
+                check_initialized,
+                "Expert tensor-model-pipeline parallel group with EGTP is not initialized",
+            )
         return self._group(
             "_EXPERT_TENSOR_MODEL_PIPELINE_PARALLEL_GROUP",
             check_initialized,
             "Expert tensor-model-pipeline parallel group is not initialized",
         )
 
-    def get_expert_data_parallel_group(self, check_initialized: bool = True, partial_expert_data_parallel: bool = False) -> Any:
-        """Get expert data parallel group."""
-        if partial_expert_data_parallel:
-            return self._group(
-                "_INTRA_PARTIAL_EXPERT_DATA_PARALLEL_GROUP",
-                check_initialized,
-                "Intra partial expert data parallel group is not initialized",
-            )
-        return self._group(
-            "_EXPERT_DATA_PARALLEL_GROUP", check_initialized, "Expert data parallel group is not initialized"
-        )
+    def get_expert_data_parallel_group(
+        self, check_initialized: bool = True, with_gtp_remat: bool = True, partial_expert_data_parallel: bool = False
+    ) -> Any:
+        """Get expert data parallel group (0.19.2's arguments; under 0.16.1
+        ``with_gtp_remat`` changes nothing)."""
+        gtp = with_gtp_remat and self.version != "0.16.1"
+        name, description = {
+            (False, False): ("_EXPERT_DATA_PARALLEL_GROUP", "Expert data parallel group"),
+            (False, True): ("_INTRA_PARTIAL_EXPERT_DATA_PARALLEL_GROUP", "Intra partial expert data parallel group"),
+            (True, False): (
+                "_EXPERT_DATA_PARALLEL_GROUP_WITH_GTP_REMAT",
+                "Expert data parallel group (with GTP_remat)",
+            ),
+            (True, True): (
+                "_INTRA_PARTIAL_EXPERT_DATA_PARALLEL_GROUP_WITH_GTP_REMAT",
+                "Intra partial expert data parallel group (with GTP_remat)",
+            ),
+        }[gtp, partial_expert_data_parallel]
+        return self._group(name, check_initialized, f"{description} is not initialized")
 
     def get_data_modulo_expert_parallel_group(self, partial_expert_data_parallel: bool = False) -> Any:
         """[Deprecated in Megatron-Core] Get expert data parallel group."""
@@ -905,13 +1226,21 @@ class ParallelState:
             )
         return self._get("_EXPERT_DATA_PARALLEL_GROUP_GLOO", "Expert data parallel group-gloo is not initialized")
 
-    def get_expert_data_parallel_rank(self, partial_expert_data_parallel: bool = False) -> int:
+    def get_expert_data_parallel_rank(
+        self, with_gtp_remat: bool = True, partial_expert_data_parallel: bool = False
+    ) -> int:
         """Return caller's rank in the expert data parallel group."""
-        return self.get_expert_data_parallel_group(partial_expert_data_parallel=partial_expert_data_parallel).rank()
+        return self.get_expert_data_parallel_group(
+            with_gtp_remat=with_gtp_remat, partial_expert_data_parallel=partial_expert_data_parallel
+        ).rank()
 
-    def get_expert_data_parallel_world_size(self, partial_expert_data_parallel: bool = False) -> int:
+    def get_expert_data_parallel_world_size(
+        self, with_gtp_remat: bool = True, partial_expert_data_parallel: bool = False
+    ) -> int:
         """Return world size for the expert data parallel group."""
-        return self.get_expert_data_parallel_group(partial_expert_data_parallel=partial_expert_data_parallel).size()
+        return self.get_expert_data_parallel_group(
+            with_gtp_remat=with_gtp_remat, partial_expert_data_parallel=partial_expert_data_parallel
+        ).size()
 
     def get_intra_distributed_optimizer_instance_group(self, check_initialized: bool = True) -> Any:
         """Get the group of all GPUs in a distributed optimizer instance."""
@@ -931,9 +1260,11 @@ class ParallelState:
         )
 
     def get_all_ranks(self) -> str:
-        """Caller's rank in the tp, dp, cp, pp and ep groups, joined by ``_``."""
+        """Caller's rank in the tp, dp, cp, pp and ep groups (0.19: tp,
+        gtp_remat, dp, ...), joined by ``_``."""
         ranks = [
             self.get_tensor_model_parallel_rank(),
+            *([] if self.version == "0.16.1" else [self.get_gtp_weight_remat_rank()]),
             self.get_data_parallel_rank(),
             self.get_context_parallel_rank(),
             self.get_pipeline_model_parallel_rank(),
@@ -949,7 +1280,7 @@ class ParallelState:
         :class:`LayoutError` if that module is already initialized or
         lacks one of the globals (another Megatron-Core release)."""
         module = _parallel_state() if module is None else module
-        _check_installable(module)
+        _check_installable(module, self.version)
         for name, value in self.values.items():
             if name == "_HYBRID_DP_CP_GROUPS":
                 module._HYBRID_DP_CP_GROUPS.clear()
@@ -960,15 +1291,15 @@ class ParallelState:
         module._set_global_memory_buffer()
 
 
-def _create(args: dict[str, Any], share: bool, module: Any = None) -> ParallelState:
+def _create(version: str, args: dict[str, Any], share: bool, module: Any = None) -> ParallelState:
     """Plans (every check), checks ``module`` (when installing), builds the
     groups and returns the state."""
     if not dist.is_initialized():
         raise LayoutError("torch.distributed is not initialized (init_process_group first)")
     world, rank = dist.get_world_size(), dist.get_rank()
-    plan = _Plan(world, rank, args)
+    plan = _Plan(world, rank, args, version)
     if module is not None:
-        _check_installable(module)
+        _check_installable(module, version)
     if args["pipeline_model_parallel_comm_backend"] == "ucc":
         _ucc_environment()
     made: list[Any] = [None]
@@ -984,7 +1315,7 @@ def _create(args: dict[str, Any], share: bool, module: Any = None) -> ParallelSt
     groups = {label: (pgs[0] if pgs else None) for label, pgs in built.items()}
     values = _values(plan, groups)
     values["_global_process_group_list"] = made
-    return ParallelState(plan.layout, rank, groups, values)
+    return ParallelState(plan.layout, rank, groups, values, version)
 
 
 def _values(plan: _Plan, groups: dict[str, Any]) -> dict[str, Any]:
@@ -992,13 +1323,12 @@ def _values(plan: _Plan, groups: dict[str, Any]) -> dict[str, Any]:
     g = groups.get
     ordered = lambda label: plan.members(label, ordered=True)  # noqa: E731
     n = plan.n_instances
-    v = dict(GLOBALS)
+    v = globals_of(plan.version)
     v["_HYBRID_DP_CP_GROUPS"] = {
         int(label.rsplit("_", 1)[1]): pg for label, pg in groups.items() if label.startswith("HYBRID_DP_CP_GROUP_")
     }
     v.update(
         _DATA_PARALLEL_GROUP_WITH_CP=g("DATA_PARALLEL_GROUP_WITH_CP"),
-        _DATA_PARALLEL_GROUP_WITH_CP_AG=g("DATA_PARALLEL_GROUP_WITH_CP_AG"),
         _DATA_PARALLEL_GROUP_WITH_CP_GLOO=g("DATA_PARALLEL_GROUP_WITH_CP_GLOO"),
         _DATA_PARALLEL_GLOBAL_RANKS_WITH_CP=ordered("DATA_PARALLEL_GROUP_WITH_CP"),
         _DATA_PARALLEL_GROUP=g("DATA_PARALLEL_GROUP"),
@@ -1043,6 +1373,33 @@ def _values(plan: _Plan, groups: dict[str, Any]) -> dict[str, Any]:
         v["_INTRA_PARTIAL_DATA_PARALLEL_GROUP_WITH_CP_GLOO"] = v["_DATA_PARALLEL_GROUP_WITH_CP_GLOO"]
         v["_INTRA_PARTIAL_EXPERT_DATA_PARALLEL_GROUP"] = v["_EXPERT_DATA_PARALLEL_GROUP"]
         v["_INTRA_PARTIAL_EXPERT_DATA_PARALLEL_GROUP_GLOO"] = v["_EXPERT_DATA_PARALLEL_GROUP_GLOO"]
+    if plan.version == "0.16.1":
+        v["_DATA_PARALLEL_GROUP_WITH_CP_AG"] = g("DATA_PARALLEL_GROUP_WITH_CP_AG")
+    else:
+        # 0.19's weight-shard groups; without the axis, the plain ones.
+        gtp, egtp = plan.gtp > 1, plan.egtp > 1
+        v["_GTP_WEIGHT_REMAT_GROUP"] = g("GTP_WEIGHT_REMAT_GROUP")
+        v["_GTP_WEIGHT_REMAT_GLOBAL_RANKS"] = ordered("GTP_WEIGHT_REMAT_GROUP")
+        v["_DATA_PARALLEL_GROUP_WITH_GTP_REMAT"] = (
+            g("DATA_PARALLEL_GROUP_WITH_GTP_REMAT") if gtp else v["_DATA_PARALLEL_GROUP"]
+        )
+        v["_DATA_PARALLEL_GROUP_WITH_CP_WITH_GTP_REMAT"] = (
+            g("DATA_PARALLEL_GROUP_WITH_CP_WITH_GTP_REMAT") if gtp else v["_DATA_PARALLEL_GROUP_WITH_CP"]
+        )
+        v["_INTRA_PARTIAL_DATA_PARALLEL_GROUP_WITH_CP_WITH_GTP_REMAT"] = (
+            v["_DATA_PARALLEL_GROUP_WITH_CP_WITH_GTP_REMAT"] if gtp else v["_INTRA_PARTIAL_DATA_PARALLEL_GROUP_WITH_CP"]
+        )
+        v["_EXPERT_GTP_WEIGHT_REMAT_GROUP"] = g("EXPERT_GTP_WEIGHT_REMAT_GROUP")
+        v["_EXPERT_GTP_WEIGHT_REMAT_GLOBAL_RANKS"] = ordered("EXPERT_GTP_WEIGHT_REMAT_GROUP")
+        v["_EXPERT_TENSOR_MODEL_PIPELINE_PARALLEL_GROUP_WITH_EGTP"] = g(
+            "EXPERT_TENSOR_MODEL_PIPELINE_PARALLEL_GROUP_WITH_EGTP"
+        )
+        v["_EXPERT_DATA_PARALLEL_GROUP_WITH_GTP_REMAT"] = (
+            g("EXPERT_DATA_PARALLEL_GROUP_WITH_GTP_REMAT") if egtp else v["_EXPERT_DATA_PARALLEL_GROUP"]
+        )
+        v["_INTRA_PARTIAL_EXPERT_DATA_PARALLEL_GROUP_WITH_GTP_REMAT"] = (
+            v["_EXPERT_DATA_PARALLEL_GROUP_WITH_GTP_REMAT"] if egtp else v["_INTRA_PARTIAL_EXPERT_DATA_PARALLEL_GROUP"]
+        )
     if plan.vpp is not None:
         v["_VIRTUAL_PIPELINE_MODEL_PARALLEL_RANK"] = 0
         v["_VIRTUAL_PIPELINE_MODEL_PARALLEL_WORLD_SIZE"] = plan.vpp
@@ -1068,19 +1425,20 @@ def _parallel_state() -> Any:
     except ImportError as e:
         raise ImportError(
             "rank_layout.torch.megatron.initialize_model_parallel needs megatron-core "
-            f"(pip install megatron-core=={MEGATRON_CORE_VERSION}); ParallelState.create does not"
+            f"(pip install megatron-core=={MEGATRON_CORE_VERSION}, or {MEGATRON_CORE_VERSIONS[0]} "
+            "under Python 3.11); ParallelState.create does not"
         ) from e
     return parallel_state
 
 
-def _check_installable(module: Any) -> None:
-    missing = [name for name in (*GLOBALS, "_GLOBAL_MEMORY_BUFFER", "_set_global_memory_buffer") if not hasattr(module, name)]
+def _check_installable(module: Any, version: str) -> None:
+    names = (*globals_of(version), "_GLOBAL_MEMORY_BUFFER", "_set_global_memory_buffer")
+    missing = [name for name in names if not hasattr(module, name)]
     if missing:
         raise LayoutError(
-            f"{module.__name__} has no {', '.join(missing)}: rank-layout's drop-in fills "
-            f"megatron-core {MEGATRON_CORE_VERSION}'s parallel_state"
+            f"{module.__name__} has no {', '.join(missing)}: it is not megatron-core {version}'s parallel_state"
         )
-    set_already = [name for name in _INITIALIZED_BY if getattr(module, name) is not None]
+    set_already = [name for name in _INITIALIZED_BY if getattr(module, name, None) is not None]
     if set_already:
         raise LayoutError(
             f"{module.__name__} is already initialized ({', '.join(set_already)}): "
@@ -1088,34 +1446,13 @@ def _check_installable(module: Any) -> None:
         )
 
 
-def initialize_model_parallel(
-    tensor_model_parallel_size: int = 1,
-    pipeline_model_parallel_size: int = 1,
-    virtual_pipeline_model_parallel_size: Optional[int] = None,
-    pipeline_model_parallel_comm_backend: Optional[str] = None,
-    use_sharp: bool = False,
-    context_parallel_size: int = 1,
-    hierarchical_context_parallel_sizes: Optional[list[int]] = None,
-    hybrid_context_parallel: bool = False,
-    expert_model_parallel_size: int = 1,
-    num_distributed_optimizer_instances: int = 1,
-    expert_tensor_parallel_size: Optional[int] = None,
-    nccl_communicator_config_path: Optional[str] = None,
-    distributed_timeout_minutes: int = 30,
-    order: str = "tp-cp-ep-dp-pp",
-    get_embedding_ranks: Optional[Callable[[list[int]], list[int]]] = None,
-    get_position_embedding_ranks: Optional[Callable[[list[int]], list[int]]] = None,
-    create_gloo_process_groups: bool = True,
-    high_priority_stream_groups: Optional[list[str]] = None,
-    sharp_enabled_group: Optional[str] = None,
-    create_all_gather_group: Optional[bool] = False,
-    *,
-    share: bool = True,
-) -> ParallelState:
+def initialize_model_parallel(*args: Any, share: bool = True, **kwargs: Any) -> ParallelState:
     """Megatron-Core's ``parallel_state.initialize_model_parallel``, with
     this rank's groups only (see the module's documentation), installed into
-    ``megatron.core.parallel_state``. Same arguments, same order; every rank
-    calls it. Returns the :class:`ParallelState` it installed.
+    ``megatron.core.parallel_state``. The installed release's arguments
+    (``SIGNATURES``: 0.16.1's or 0.19.2's names, order and defaults; an
+    argument the release does not have is a ``TypeError``, as there); every
+    rank calls it. Returns the :class:`ParallelState` it installed.
 
     ``share`` (keyword only, not Megatron-Core's): families with the same
     members on every rank share one process group.
@@ -1124,20 +1461,33 @@ def initialize_model_parallel(
     ``sharp_enabled_group`` (not honoured), for any argument Megatron-Core
     would refuse, for a layout rank-layout refuses, and when
     ``parallel_state`` is already initialized: on every rank, before any
-    group is created. ``ImportError`` without megatron-core.
+    group is created. ``ImportError`` without megatron-core. Another
+    release than those two draws a warning and is filled as the one whose
+    globals it has, when it has them all.
     """
-    args = dict(locals())
-    del args["share"]
     module = _parallel_state()
-    if MEGATRON_CORE_VERSION != getattr(_megatron_core(), "__version__", MEGATRON_CORE_VERSION):
-        warnings.warn(
-            f"rank_layout.torch.megatron fills megatron-core {MEGATRON_CORE_VERSION}'s parallel_state; "
-            f"this is {_megatron_core().__version__}",
-            stacklevel=2,
-        )
-    state = _create(args, share, module)
+    version = installed_release(module)
+    state = _create(version, _bind(version, args, kwargs), share, module)
     state.install(module)
     return state
+
+
+def installed_release(module: Any = None) -> str:
+    """The release of :data:`MEGATRON_CORE_VERSIONS` the installed
+    ``parallel_state`` (or ``module``) is filled as: its own version when
+    it is one of them; otherwise, with a warning, 0.19.2 when it has the
+    weight-shard globals, else 0.16.1."""
+    module = _parallel_state() if module is None else module
+    version = getattr(_megatron_core(), "__version__", None)
+    if version in SIGNATURES:
+        return version
+    guess = "0.19.2" if hasattr(module, "_GTP_WEIGHT_REMAT_GROUP") else "0.16.1"
+    warnings.warn(
+        f"rank_layout.torch.megatron fills megatron-core {' and '.join(MEGATRON_CORE_VERSIONS)}'s "
+        f"parallel_state; this is {version}, filled as {guess}",
+        stacklevel=3,
+    )
+    return guess
 
 
 def _megatron_core() -> Any:
@@ -1153,7 +1503,7 @@ def destroy_model_parallel() -> None:
     context-parallel groups and the hybrid groups set)."""
     module = _parallel_state()
     module.destroy_model_parallel()
-    for name, value in GLOBALS.items():
+    for name, value in globals_of(installed_release(module)).items():
         if name == "_HYBRID_DP_CP_GROUPS":
             module._HYBRID_DP_CP_GROUPS.clear()
         else:
