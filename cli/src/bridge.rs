@@ -4,36 +4,16 @@
 //! bridge group and, for colocated modules, the gather plan.
 
 use std::fmt::{self, Write as _};
-use std::path::PathBuf;
 
-use clap::Args;
 use rank_layout::{Bridge, GroupList};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::args::Format;
+use crate::args::BridgeArgs;
 use crate::error::Failure;
 use crate::format::{SHORT_LIST, count, thousands};
 use crate::modules::load;
 use crate::report::emit;
-
-/// The flags of `bridge`.
-#[derive(Debug, Args)]
-pub struct BridgeArgs {
-    /// The modules file (TOML or JSON, as for --modules elsewhere).
-    #[arg(long, value_name = "FILE")]
-    pub modules: PathBuf,
-    /// Only this edge: SRC:DST (module names).
-    #[arg(long, value_name = "SRC:DST")]
-    pub edge: Option<String>,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    pub format: Format,
-    /// Table format: list every member and every group instead of
-    /// shortening long lists.
-    #[arg(long)]
-    pub full: bool,
-}
 
 /// Runs `bridge`.
 ///

@@ -7,21 +7,13 @@ use crate::args::{Cli, Command, Picture, SetupArgs};
 use crate::check::CheckReport;
 use crate::config::Setup;
 use crate::describe::DescribeReport;
-use crate::error::Failure;
+use crate::error::{Failure, Outcome};
 use crate::render;
 use crate::report::emit;
 use crate::report::groups::GroupsReport;
 use crate::report::rank::RankReport;
 use crate::suggest::SuggestReport;
 use crate::target::{DimSet, Target};
-
-/// How a command that did its work ended.
-pub enum Outcome {
-    /// Everything is fine.
-    Done,
-    /// `check --strict` found kinds that must stay inside a node and do not.
-    StrictFailed(String),
-}
 
 /// The setup of the flags and the file, and its layout or mesh; the
 /// setup's notes (the Megatron-LM arguments used) go to stderr.

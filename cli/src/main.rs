@@ -48,6 +48,7 @@ mod report;
 mod spread;
 mod suggest;
 mod target;
+mod values;
 
 use std::io;
 use std::process::ExitCode;
@@ -55,8 +56,8 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use args::Cli;
-use commands::{Outcome, run};
-use error::Failure;
+use commands::run;
+use error::{Failure, Outcome};
 
 /// Parses the command line, runs it, and maps the outcome to the exit
 /// status (usage errors exit 2 from clap's own parser).

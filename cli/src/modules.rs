@@ -16,9 +16,8 @@ use serde_json::{Map, Value};
 
 use crate::args::{Cli, Command, Format, Picture, SetupArgs};
 use crate::check::CheckReport;
-use crate::commands::Outcome;
 use crate::describe::DescribeReport;
-use crate::error::Failure;
+use crate::error::{Failure, Outcome};
 use crate::format::count;
 use crate::render;
 use crate::report::groups::GroupsReport;
