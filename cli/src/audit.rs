@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use crate::args::{Format, SetupArgs};
 use crate::error::Failure;
-use crate::format::{experts, thousands};
+use crate::format::{experts, join_ranks, thousands};
 use crate::report::emit;
 use crate::target::Target;
 
@@ -145,7 +145,7 @@ impl Serialize for AuditReport {
 
 /// `[0, 4, 8]`, or `[0, 4, 8, ... (24 ranks) ..., 92]` when long.
 fn ranks(list: &[u32]) -> String {
-    let join = |r: &[u32]| r.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
+    let join = |r: &[u32]| join_ranks(r, ", ");
     match (list.get(..SHOWN_STAGES - 2), list.last()) {
         (Some(head), Some(last)) if list.len() > SHOWN_STAGES => {
             format!("[{}, ... ({} ranks) ..., {last}]", join(head), list.len())

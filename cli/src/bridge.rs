@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 
 use crate::args::BridgeArgs;
 use crate::error::Failure;
-use crate::format::{SHORT_LIST, count, thousands};
+use crate::format::{SHORT_LIST, count, join_ranks, thousands};
 use crate::modules::load;
 use crate::report::emit;
 
@@ -64,13 +64,7 @@ const SHORT_RUN: usize = 8;
 /// arithmetic run as `first..last step s (n ranks)`; else the ends and
 /// the count.
 fn members(ranks: &[u32], full: bool) -> String {
-    let whole = || {
-        ranks
-            .iter()
-            .map(u32::to_string)
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
+    let whole = || join_ranks(ranks, " ");
     let n = ranks.len();
     if full || n <= SHORT_RUN {
         return whole();
@@ -99,12 +93,7 @@ fn members(ranks: &[u32], full: bool) -> String {
     if n <= SHORT_LIST {
         return whole();
     }
-    let ends = |part: &[u32]| {
-        part.iter()
-            .map(u32::to_string)
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
+    let ends = |part: &[u32]| join_ranks(part, " ");
     format!(
         "{} … {} ({total} ranks)",
         ends(ranks.get(..ENDS).unwrap_or_default()),

@@ -18,7 +18,7 @@ use crate::args::{Cli, Command, Format, Picture, SetupArgs};
 use crate::check::CheckReport;
 use crate::describe::DescribeReport;
 use crate::error::{Failure, Outcome};
-use crate::format::count;
+use crate::format::{count, join_ranks};
 use crate::render;
 use crate::report::groups::GroupsReport;
 use crate::report::rank::RankReport;
@@ -462,15 +462,6 @@ fn splits_text(role: &BridgeRole) -> String {
         .join(", ")
 }
 
-/// Ranks separated by spaces.
-fn ranks_text(ranks: &[u32]) -> String {
-    ranks
-        .iter()
-        .map(u32::to_string)
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 impl fmt::Display for RankCard {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for (i, (name, stage, card, heading, _)) in self.modules.iter().enumerate() {
@@ -498,13 +489,13 @@ impl fmt::Display for RankCard {
             if role.src_leader {
                 parts.push(format!(
                     "source leader, sends to {}",
-                    ranks_text(&role.sends_to)
+                    join_ranks(&role.sends_to, " ")
                 ));
             }
             if role.dst_leader {
                 parts.push(format!(
                     "destination leader, receives from {}",
-                    ranks_text(&role.receives_from)
+                    join_ranks(&role.receives_from, " ")
                 ));
             }
             if let Some(slot) = role.slot {
@@ -750,6 +741,9 @@ fn svg_size(svg: &str) -> (f64, f64) {
     (attr("width"), attr("height"))
 }
 
+/// The style of the modules' page.
+const MODULES_STYLE: &str = "body { font-family: system-ui, sans-serif; margin: 1.5em; color: #111; } .module { overflow: auto; }";
+
 /// Height of a module's band label.
 const BAND_H: f64 = 28.0;
 
@@ -785,18 +779,7 @@ fn render_modules(
     let title = render::escape(&m.title());
     let mut out = BufWriter::new(io::stdout().lock());
     if format == Picture::Html {
-        writeln!(
-            out,
-            r#"<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<title>rank-layout: {title}</title>
-<style>body {{ font-family: system-ui, sans-serif; margin: 1.5em; color: #111; }} .module {{ overflow: auto; }}</style>
-</head>
-<body>
-<h1>{title}</h1>"#
-        )?;
+        render::html::write_page_head(&mut out, &m.title(), MODULES_STYLE)?;
         for (name, label, svg) in &bands {
             writeln!(
                 out,
@@ -807,7 +790,7 @@ fn render_modules(
             out.write_all(svg.as_bytes())?;
             writeln!(out, "</section>")?;
         }
-        writeln!(out, "</body>\n</html>")?;
+        render::html::write_page_end(&mut out)?;
     } else {
         writeln!(out, r#"<?xml version="1.0" encoding="UTF-8"?>"#)?;
         writeln!(
