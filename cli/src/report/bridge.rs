@@ -1,5 +1,6 @@
-//! `rank-layout bridge --modules FILE [--edge SRC:DST]`: the bridge plan
-//! of every edge of a modules file (or of one): leaders, their pairing,
+//! The report of `rank-layout bridge --modules FILE [--edge SRC:DST]`:
+//! the bridge plan of every edge of a modules file (or of one): leaders,
+//! their pairing,
 //! the boundary broadcast groups, the cp reduce and gather groups, the
 //! bridge group and, for colocated modules, the gather plan.
 
@@ -9,43 +10,14 @@ use rank_layout::{Bridge, GroupList};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::args::BridgeArgs;
-use crate::error::Failure;
 use crate::format::{SHORT_LIST, count, join_ranks, thousands};
-use crate::modules::load;
-use crate::report::emit;
-
-/// Runs `bridge`.
-///
-/// # Errors
-/// [`Failure::Message`] for a bad file or `--edge`; [`Failure::Input`]
-/// for an edge the modules do not have.
-pub fn run(args: &BridgeArgs) -> Result<(), Failure> {
-    let m = load(&args.modules)?;
-    let plans = match &args.edge {
-        None => m.modules.bridges()?,
-        Some(edge) => {
-            let (src, dst) = edge.split_once(':').ok_or_else(|| {
-                Failure::Message(format!(
-                    "--edge {edge:?}: expected SRC:DST, two module names joined by ':'"
-                ))
-            })?;
-            vec![m.modules.bridge(src.trim(), dst.trim())?]
-        }
-    };
-    emit(
-        &Plans {
-            plans,
-            full: args.full,
-        },
-        args.format,
-    )
-}
 
 /// The plans of the edges asked for.
-struct Plans {
-    plans: Vec<Bridge>,
-    full: bool,
+pub struct Plans {
+    /// The plans.
+    pub plans: Vec<Bridge>,
+    /// Table format: every member and every group, not shortened.
+    pub full: bool,
 }
 
 /// Groups listed first, and last, when a list has more than
