@@ -62,36 +62,7 @@ impl ModulesTarget {
             parts,
         })
     }
-}
 
-/// Module `name` as a mesh target (its dims as written, first fastest).
-fn mesh_target(modules: &Modules, name: &str) -> Result<MeshTarget, Failure> {
-    let mesh = modules.module(name)?.clone();
-    let mut spec = MeshSpec::default();
-    spec.dims = mesh.dims().map(|(n, s)| (n.to_owned(), s)).collect();
-    spec.rank_offset = mesh.rank_offset();
-    Ok(MeshTarget {
-        mesh,
-        spec,
-        device_order: false,
-    })
-}
-
-/// `first..last` of a target's ranks.
-pub fn span(target: &Target) -> (u32, u64) {
-    (target.rank_offset(), target.rank_end().saturating_sub(1))
-}
-
-/// The heading of a module: `module llm: ranks 8..15 (8 ranks)`.
-pub fn heading(name: &str, target: &Target) -> String {
-    let (first, last) = span(target);
-    format!(
-        "module {name}: ranks {first}..{last} ({})",
-        count(u64::from(target.world_size()), "rank", "ranks")
-    )
-}
-
-impl ModulesTarget {
     /// Each module's sets of `names` (those it has); every module's own
     /// sets when `names` is empty and `all`, else none.
     ///
@@ -170,6 +141,33 @@ impl ModulesTarget {
         };
         (first, first + pp.max(1) - 1)
     }
+}
+
+/// Module `name` as a mesh target (its dims as written, first fastest).
+fn mesh_target(modules: &Modules, name: &str) -> Result<MeshTarget, Failure> {
+    let mesh = modules.module(name)?.clone();
+    let mut spec = MeshSpec::default();
+    spec.dims = mesh.dims().map(|(n, s)| (n.to_owned(), s)).collect();
+    spec.rank_offset = mesh.rank_offset();
+    Ok(MeshTarget {
+        mesh,
+        spec,
+        device_order: false,
+    })
+}
+
+/// `first..last` of a target's ranks.
+pub fn span(target: &Target) -> (u32, u64) {
+    (target.rank_offset(), target.rank_end().saturating_sub(1))
+}
+
+/// The heading of a module: `module llm: ranks 8..15 (8 ranks)`.
+pub fn heading(name: &str, target: &Target) -> String {
+    let (first, last) = span(target);
+    format!(
+        "module {name}: ranks {first}..{last} ({})",
+        count(u64::from(target.world_size()), "rank", "ranks")
+    )
 }
 
 /// A module's object: `name`, `first_rank`, `last_rank`, then `rest`'s
