@@ -2,8 +2,6 @@
 //! ranked, best first, then the check of the best; one module's mesh at a
 //! time (not a `--modules` file).
 
-use rank_layout::Topology;
-
 use crate::args::{Format, SetupArgs};
 use crate::error::{Failure, Outcome};
 use crate::input::Input;
@@ -21,7 +19,7 @@ pub fn run(
     top: Option<u32>,
     format: Format,
 ) -> Result<Outcome, Failure> {
-    let (topology, target): (Topology, _) = match Input::load(args)? {
+    let (topology, target) = match Input::load(args)? {
         Input::One { setup, target } => (setup.topology, target),
         Input::Modules { .. } => {
             return Err(Failure::Message(

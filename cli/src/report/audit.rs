@@ -1,8 +1,8 @@
-//! The report of `rank-layout audit --megatron 2024|2025`: the joined encoder + decoder
-//! pipelines Megatron-LM builds at that commit for the layout, how many mix
-//! cp slices or dp replicas and how many pair other tp ranks than
-//! rank-layout's join by coordinates, the first few of each, and a verdict;
-//! a table or one JSON object.
+//! The report of `rank-layout audit --megatron 2024|2025`: the joined
+//! encoder + decoder pipelines Megatron-LM builds at that commit for the
+//! layout, how many mix cp slices or dp replicas and how many pair other
+//! tp ranks than rank-layout's join by coordinates, the first few of each,
+//! and a verdict; a table or one JSON object.
 
 use std::fmt;
 
