@@ -9,6 +9,7 @@ use rank_layout::{Config, ExpertLayout, Layout, Order};
 use serde::Serialize;
 
 use crate::megatron::MegatronFlags;
+use crate::values::{at_least_one, parse_levels, whole_u32, whole_u64};
 
 /// Process-group rank layouts of distributed training (Megatron-LM
 /// ordering) and named meshes (--mesh, DeviceMesh's --device-mesh): print
@@ -146,7 +147,7 @@ pub enum Command {
     },
     /// Print the bridge plan of every edge of a --modules file (or of one
     /// --edge): leaders, pairs, broadcast, cp and gather groups.
-    Bridge(crate::bridge::BridgeArgs),
+    Bridge(BridgeArgs),
 }
 
 /// The layout keys (the same as a `--config` file's) and the machine.
@@ -294,6 +295,24 @@ pub struct SetupArgs {
     pub megatron: MegatronFlags,
 }
 
+/// The flags of `bridge`.
+#[derive(Debug, Args)]
+pub struct BridgeArgs {
+    /// The modules file (TOML or JSON, as for --modules elsewhere).
+    #[arg(long, value_name = "FILE")]
+    pub modules: PathBuf,
+    /// Only this edge: SRC:DST (module names).
+    #[arg(long, value_name = "SRC:DST")]
+    pub edge: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Table format: list every member and every group instead of
+    /// shortening long lists.
+    #[arg(long)]
+    pub full: bool,
+}
+
 /// Output format of the reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {
@@ -326,50 +345,6 @@ pub struct OutputArgs {
     /// shortening long lists.
     #[arg(long)]
     pub full: bool,
-}
-
-/// A whole number from `min` to `max`, or why `value` is not one (clap
-/// puts the flag and the value before the reason).
-fn whole(value: &str, min: u64, max: u64) -> Result<u64, String> {
-    let text = value.trim();
-    let expected = format!("expected a whole number from {min} to {max}");
-    let digits = text.strip_prefix('-').unwrap_or(text);
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(format!("not a whole number; {expected}"));
-    }
-    if text.starts_with('-') && digits.bytes().any(|b| b != b'0') {
-        return Err(format!("negative; {expected}"));
-    }
-    match digits.parse::<u64>() {
-        Ok(n) if n < min => Err(format!("too small; {expected}")),
-        Ok(n) if n <= max => Ok(n),
-        _ => Err(format!("too large; {expected}")),
-    }
-}
-
-/// A size, a rank or a count of a `u32` flag.
-pub(crate) fn whole_u32(value: &str) -> Result<u32, String> {
-    whole(value, 0, u64::from(u32::MAX)).map(|n| n as u32)
-}
-
-/// A rank that may lie beyond a `u32` (the error then says which world
-/// size would hold it).
-fn whole_u64(value: &str) -> Result<u64, String> {
-    whole(value, 0, u64::MAX)
-}
-
-/// A count that must be at least 1 (`--top`, `--max-ranks`).
-fn at_least_one(value: &str) -> Result<u32, String> {
-    whole(value, 1, u64::from(u32::MAX)).map(|n| n as u32)
-}
-
-/// Parses one `--hierarchical-cp` value: sizes separated by commas.
-pub(crate) fn parse_levels(value: &str) -> Result<Vec<u32>, String> {
-    value
-        .split(',')
-        .map(whole_u32)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("{value:?} is not a comma-separated list of sizes: {e}"))
 }
 
 /// Serializes the `--hierarchical-cp` values as one list of levels.

@@ -89,7 +89,8 @@ struct MeshKeys {
 }
 
 /// The names of [`Machine`]'s keys, taken out of the merged keys before the
-/// rest is read as a [`Config`].
+/// rest is read as a [`Config`]; the only flags `--modules` may be given
+/// with.
 const MACHINE_KEYS: [&str; 2] = ["gpus_per_node", "nodes_per_domain"];
 
 /// The names of [`MeshKeys`]' keys, taken out as the machine's are.
@@ -369,6 +370,46 @@ impl SetupArgs {
             topology,
             notes,
         })
+    }
+
+    /// The modules file (`--modules`), checked to come alone: no layout key, no
+    /// mesh, no configuration file (the machine's flags are allowed).
+    ///
+    /// # Errors
+    /// [`Failure::Message`] naming the flag given with `--modules`.
+    pub fn modules_file(&self) -> Result<Option<&Path>, Failure> {
+        let Some(path) = &self.modules else {
+            return Ok(None);
+        };
+        let conflict = |flag: &str| {
+            Failure::Message(format!(
+                "--modules and {flag} cannot be given together: the modules file gives every module's mesh (only --gpus-per-node and --nodes-per-domain apply to it)"
+            ))
+        };
+        if self.config.is_some() {
+            return Err(conflict("--config"));
+        }
+        if self.megatron_args.is_some() {
+            return Err(conflict("--megatron-args"));
+        }
+        if let Some((arg, _)) = self.megatron.args()?.given().next() {
+            return Err(conflict(arg.flag));
+        }
+        let keys =
+            serde_json::to_value(self).map_err(|e| Failure::Message(format!("the flags: {e}")))?;
+        if let Value::Object(keys) = keys {
+            for (key, value) in keys {
+                let given = match &value {
+                    Value::Null => false,
+                    Value::Array(items) => !items.is_empty(),
+                    _ => true,
+                };
+                if given && !MACHINE_KEYS.contains(&key.as_str()) {
+                    return Err(conflict(&format!("--{}", key.replace('_', "-"))));
+                }
+            }
+        }
+        Ok(Some(path))
     }
 
     /// The flags given, as keys and values (flags left out are absent).

@@ -1,4 +1,5 @@
-//! What can go wrong in a command, and the exit status each gets: bad input
+//! How a command ends: done, a failed `check --strict` ([`Outcome`]), or
+//! what went wrong ([`Failure`]); and the exit status each gets: bad input
 //! 2, a failed `check --strict` 1, a closed output pipe 0.
 
 use std::fmt;
@@ -24,6 +25,14 @@ pub enum Failure {
     Message(String),
     /// Writing the output failed (exit status 0 for a closed pipe, else 1).
     Output(io::Error),
+}
+
+/// How a command that did its work ended.
+pub enum Outcome {
+    /// Everything is fine.
+    Done,
+    /// `check --strict` found kinds that must stay inside a node and do not.
+    StrictFailed(String),
 }
 
 impl From<Error> for Failure {

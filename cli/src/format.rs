@@ -52,6 +52,15 @@ pub fn count(n: u64, singular: &str, plural: &str) -> String {
     )
 }
 
+/// Ranks joined by `separator`: `0 4 8`, or `0, 4, 8`.
+pub fn join_ranks(ranks: &[u32], separator: &str) -> String {
+    ranks
+        .iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(separator)
+}
+
 /// A byte count in B, KB, MB or GB (powers of 1000, one decimal).
 pub fn bytes(n: u64) -> String {
     const UNITS: [&str; 4] = ["KB", "MB", "GB", "TB"];

@@ -1,24 +1,28 @@
 //! `rank-layout`: see and check a distributed-training rank layout before
 //! launching it.
 //!
-//! A thin consumer of the library: [`args`] parses the command line,
-//! [`config`] merges the flags over a configuration file in one place (the
-//! file read by `rank_layout_cli::config_file`, this package's library
-//! half; [`megatron`] reads Megatron-LM's arguments through the library's
-//! table),
-//! [`target`] builds what the commands work on (a layout or a mesh) and
-//! answers every report's questions of it,
-//! [`commands`] runs the subcommand (each has its module; [`audit`] checks
-//! Megatron-LM's encoder + decoder joins), and `main` maps
-//! the outcome to an exit status: 0 on success (and on a closed output
+//! The binary is thin: `main` parses the command line ([`args`]), runs it
+//! with the one dispatcher ([`commands`], a file per subcommand) and maps
+//! the outcome to the exit status: 0 on success (and on a closed output
 //! pipe), 1 when `check --strict` fails, 2 for bad input with the error on
 //! stderr and nothing on stdout.
 //!
+//! Below the commands: [`input`] reads what a command works on from its
+//! flags, either one [`target`] (a layout or a mesh, from the flags merged
+//! over a configuration file by [`config`]; the file read by
+//! `rank_layout_cli::config_file`, this package's library half;
+//! Megatron-LM's arguments read by [`megatron`]) or a `--modules` file's
+//! modules ([`modules_target`]); [`report`] and [`render`] print what the
+//! commands ask of them; [`values`] parses the flags' values and [`error`]
+//! says how a command ended.
+//!
 //! The planner is layered, each module using only those below it:
-//! [`suggest`] (the ranked orders, then the check of the best) stands on
-//! [`check`] (the spread table and warnings with fixes), which stands on
-//! [`ranking`] (every order scored), which stands on [`spread`] (each
-//! kind's spread and the table both print), which stands on [`target`].
+//! `report::suggest` (the ranked orders, then the check of the best)
+//! stands on `report::check` (the spread table and warnings with fixes),
+//! which stands on [`ranking`] (every order scored), which stands on
+//! [`spread`] (each kind's spread and the table both print), which stands
+//! on [`target`]. `tests/layering.rs` checks this, and that no files
+//! import each other in a circle of more than two.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 #![cfg_attr(
@@ -32,22 +36,19 @@
 )]
 
 mod args;
-mod audit;
-mod bridge;
-mod check;
 mod commands;
 mod config;
-mod describe;
 mod error;
 mod format;
+mod input;
 mod megatron;
-mod modules;
+mod modules_target;
 mod ranking;
 mod render;
 mod report;
 mod spread;
-mod suggest;
 mod target;
+mod values;
 
 use std::io;
 use std::process::ExitCode;
@@ -55,8 +56,8 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use args::Cli;
-use commands::{Outcome, run};
-use error::Failure;
+use commands::run;
+use error::{Failure, Outcome};
 
 /// Parses the command line, runs it, and maps the outcome to the exit
 /// status (usage errors exit 2 from clap's own parser).

@@ -21,6 +21,7 @@ use rank_layout::megatron::{
 use serde_json::{Map, Value};
 
 use crate::error::Failure;
+use crate::values::{parse_levels, whole_u32};
 
 /// The heading of the Megatron-LM flags in `--help`.
 const HEADING: &str = "Megatron-LM arguments (Megatron-Core's defaults)";
@@ -110,11 +111,11 @@ impl Args for MegatronFlags {
                     .num_args(1..)
                     .action(ArgAction::Append)
                     .allow_negative_numbers(true)
-                    .value_parser(crate::args::parse_levels),
+                    .value_parser(parse_levels),
                 _ => arg
                     .value_name("N")
                     .allow_negative_numbers(true)
-                    .value_parser(crate::args::whole_u32),
+                    .value_parser(whole_u32),
             };
             cmd = cmd.arg(arg);
         }

@@ -7,11 +7,30 @@ use std::io::{self, Write};
 use super::{Picture, color, escape, svg::write_svg};
 use crate::format::thousands;
 
-/// Writes the page; the tooltips are computed as they are written.
+/// The style of a picture's page.
+const PICTURE_STYLE: &str = "
+body { font-family: system-ui, sans-serif; margin: 1.5em; color: #111; }
+#picture { overflow: auto; border: 1px solid #ccc; }
+.cell { cursor: crosshair; }
+.cell:hover rect { stroke: #000; stroke-width: 2; }
+#tip { position: fixed; display: none; pointer-events: none; background: #fffff0; border: 1px solid #888;
+  padding: 6px 8px; font: 12px monospace; white-space: pre; box-shadow: 2px 2px 6px rgba(0,0,0,.25); z-index: 10; }
+.legend { display: flex; flex-wrap: wrap; gap: 2em; }
+.legend section { min-width: 16em; }
+.legend h2 { font-size: 1em; margin: 1em 0 .3em; }
+.legend ul { list-style: none; padding: 0; margin: 0; font: 12px monospace; }
+.swatch { display: inline-block; width: 1.2em; height: .9em; margin-right: .4em; vertical-align: middle; border: 1px solid #999; }
+.hatch { background: repeating-linear-gradient(45deg, rgba(0,0,0,.25) 0 2px, transparent 2px 6px); border: 1px dashed #7a1f1f; }
+";
+
+/// Writes an HTML page's start, up to its heading: the document type,
+/// the head with the title `rank-layout: TITLE` and `style`, and the
+/// body's first line, `TITLE` as the heading (`title` is escaped here).
 ///
 /// # Errors
 /// When `out` cannot be written.
-pub fn write_html(out: &mut impl Write, p: &Picture) -> io::Result<()> {
+pub fn write_page_head(out: &mut impl Write, title: &str, style: &str) -> io::Result<()> {
+    let title = escape(title);
     writeln!(
         out,
         r#"<!DOCTYPE html>
@@ -19,27 +38,28 @@ pub fn write_html(out: &mut impl Write, p: &Picture) -> io::Result<()> {
 <head>
 <meta charset="utf-8">
 <title>rank-layout: {title}</title>
-<style>
-body {{ font-family: system-ui, sans-serif; margin: 1.5em; color: #111; }}
-#picture {{ overflow: auto; border: 1px solid #ccc; }}
-.cell {{ cursor: crosshair; }}
-.cell:hover rect {{ stroke: #000; stroke-width: 2; }}
-#tip {{ position: fixed; display: none; pointer-events: none; background: #fffff0; border: 1px solid #888;
-  padding: 6px 8px; font: 12px monospace; white-space: pre; box-shadow: 2px 2px 6px rgba(0,0,0,.25); z-index: 10; }}
-.legend {{ display: flex; flex-wrap: wrap; gap: 2em; }}
-.legend section {{ min-width: 16em; }}
-.legend h2 {{ font-size: 1em; margin: 1em 0 .3em; }}
-.legend ul {{ list-style: none; padding: 0; margin: 0; font: 12px monospace; }}
-.swatch {{ display: inline-block; width: 1.2em; height: .9em; margin-right: .4em; vertical-align: middle; border: 1px solid #999; }}
-.hatch {{ background: repeating-linear-gradient(45deg, rgba(0,0,0,.25) 0 2px, transparent 2px 6px); border: 1px dashed #7a1f1f; }}
-</style>
+<style>{style}</style>
 </head>
 <body>
-<h1>{title}</h1>
-<p>{machine}</p>"#,
-        title = escape(&p.title),
-        machine = escape(&p.machine)
-    )?;
+<h1>{title}</h1>"#
+    )
+}
+
+/// Writes an HTML page's end: the body's and the document's.
+///
+/// # Errors
+/// When `out` cannot be written.
+pub fn write_page_end(out: &mut impl Write) -> io::Result<()> {
+    writeln!(out, "</body>\n</html>")
+}
+
+/// Writes the page; the tooltips are computed as they are written.
+///
+/// # Errors
+/// When `out` cannot be written.
+pub fn write_html(out: &mut impl Write, p: &Picture) -> io::Result<()> {
+    write_page_head(out, &p.title, PICTURE_STYLE)?;
+    writeln!(out, "<p>{}</p>", escape(&p.machine))?;
     if let Some(note) = &p.note {
         writeln!(out, r#"<p><strong>{}</strong></p>"#, escape(note))?;
     }
@@ -121,8 +141,7 @@ document.querySelectorAll(".cell").forEach(function (cell) {{
   }});
   cell.addEventListener("mouseleave", function () {{ tip.style.display = "none"; }});
 }});
-</script>
-</body>
-</html>"#
-    )
+</script>"#
+    )?;
+    write_page_end(out)
 }

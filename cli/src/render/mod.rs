@@ -12,9 +12,11 @@
 //!
 //! - [`Picture`]: what to draw, from the layout (this file);
 //! - [`svg`]: the SVG text;
-//! - [`html`]: the SVG wrapped in a page with a legend and tooltips.
+//! - [`html`]: the SVG wrapped in a page with a legend and tooltips;
+//! - [`modules`]: a `--modules` file's modules, one band each.
 
 pub mod html;
+pub mod modules;
 pub mod svg;
 
 use rank_layout::{ExpertLayout, Kind, Layout, Part, Topology};

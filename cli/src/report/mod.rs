@@ -3,11 +3,22 @@
 //!
 //! - [`groups`]: every group of some kinds (`rank-layout groups`);
 //! - [`rank`]: one rank's card (`rank-layout rank R`);
+//! - [`check`], [`suggest`]: the planner's check and ranked orders;
+//! - [`describe`]: the layout explained (`rank-layout describe`);
+//! - [`audit`]: Megatron-LM's encoder + decoder joins (`rank-layout audit`);
+//! - [`bridge`]: the bridge plans of a modules file (`rank-layout bridge`);
+//! - [`modules`]: the reports of a `--modules` file, module by module;
 //! - [`mesh`]: a mesh described for JSON.
 
+pub mod audit;
+pub mod bridge;
+pub mod check;
+pub mod describe;
 pub mod groups;
 pub mod mesh;
+pub mod modules;
 pub mod rank;
+pub mod suggest;
 
 use std::fmt;
 use std::io::{self, BufWriter, Write};

@@ -12,7 +12,7 @@ use serde::ser::{Serialize, SerializeMap, Serializer};
 use super::mesh::MeshOut;
 use super::{Entries, SizesOut};
 use crate::error::{Failure, rank_outside};
-use crate::format::{Shorten, experts, gtp_sizes, thousands, write_members};
+use crate::format::{Shorten, experts, gtp_sizes, join_ranks, thousands, write_members};
 use crate::target::{DimSet, MeshTarget, Target};
 
 /// One rank's card, in a layout or a mesh.
@@ -154,11 +154,7 @@ fn neighbours(ranks: &[u32], none: &str) -> String {
     if ranks.is_empty() {
         return format!("none ({none})");
     }
-    ranks
-        .iter()
-        .map(u32::to_string)
-        .collect::<Vec<_>>()
-        .join(", ")
+    join_ranks(ranks, ", ")
 }
 
 impl fmt::Display for LayoutCard {

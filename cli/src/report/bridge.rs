@@ -1,71 +1,23 @@
-//! `rank-layout bridge --modules FILE [--edge SRC:DST]`: the bridge plan
-//! of every edge of a modules file (or of one): leaders, their pairing,
+//! The report of `rank-layout bridge --modules FILE [--edge SRC:DST]`:
+//! the bridge plan of every edge of a modules file (or of one): leaders,
+//! their pairing,
 //! the boundary broadcast groups, the cp reduce and gather groups, the
 //! bridge group and, for colocated modules, the gather plan.
 
 use std::fmt::{self, Write as _};
-use std::path::PathBuf;
 
-use clap::Args;
 use rank_layout::{Bridge, GroupList};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::args::Format;
-use crate::error::Failure;
-use crate::format::{SHORT_LIST, count, thousands};
-use crate::modules::load;
-use crate::report::emit;
-
-/// The flags of `bridge`.
-#[derive(Debug, Args)]
-pub struct BridgeArgs {
-    /// The modules file (TOML or JSON, as for --modules elsewhere).
-    #[arg(long, value_name = "FILE")]
-    pub modules: PathBuf,
-    /// Only this edge: SRC:DST (module names).
-    #[arg(long, value_name = "SRC:DST")]
-    pub edge: Option<String>,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    pub format: Format,
-    /// Table format: list every member and every group instead of
-    /// shortening long lists.
-    #[arg(long)]
-    pub full: bool,
-}
-
-/// Runs `bridge`.
-///
-/// # Errors
-/// [`Failure::Message`] for a bad file or `--edge`; [`Failure::Input`]
-/// for an edge the modules do not have.
-pub fn run(args: &BridgeArgs) -> Result<(), Failure> {
-    let m = load(&args.modules)?;
-    let plans = match &args.edge {
-        None => m.modules.bridges()?,
-        Some(edge) => {
-            let (src, dst) = edge.split_once(':').ok_or_else(|| {
-                Failure::Message(format!(
-                    "--edge {edge:?}: expected SRC:DST, two module names joined by ':'"
-                ))
-            })?;
-            vec![m.modules.bridge(src.trim(), dst.trim())?]
-        }
-    };
-    emit(
-        &Plans {
-            plans,
-            full: args.full,
-        },
-        args.format,
-    )
-}
+use crate::format::{SHORT_LIST, count, join_ranks, thousands};
 
 /// The plans of the edges asked for.
-struct Plans {
-    plans: Vec<Bridge>,
-    full: bool,
+pub struct Plans {
+    /// The plans.
+    pub plans: Vec<Bridge>,
+    /// Table format: every member and every group, not shortened.
+    pub full: bool,
 }
 
 /// Groups listed first, and last, when a list has more than
@@ -84,13 +36,7 @@ const SHORT_RUN: usize = 8;
 /// arithmetic run as `first..last step s (n ranks)`; else the ends and
 /// the count.
 fn members(ranks: &[u32], full: bool) -> String {
-    let whole = || {
-        ranks
-            .iter()
-            .map(u32::to_string)
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
+    let whole = || join_ranks(ranks, " ");
     let n = ranks.len();
     if full || n <= SHORT_RUN {
         return whole();
@@ -119,12 +65,7 @@ fn members(ranks: &[u32], full: bool) -> String {
     if n <= SHORT_LIST {
         return whole();
     }
-    let ends = |part: &[u32]| {
-        part.iter()
-            .map(u32::to_string)
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
+    let ends = |part: &[u32]| join_ranks(part, " ");
     format!(
         "{} … {} ({total} ranks)",
         ends(ranks.get(..ENDS).unwrap_or_default()),

@@ -1,78 +1,53 @@
-//! `rank-layout audit --megatron 2024|2025`: the joined encoder + decoder
-//! pipelines Megatron-LM builds at that commit for the layout, how many mix
-//! cp slices or dp replicas and how many pair other tp ranks than
-//! rank-layout's join by coordinates, the first few of each, and a verdict;
-//! a table or one JSON object.
+//! The report of `rank-layout audit --megatron 2024|2025`: the joined
+//! encoder + decoder pipelines Megatron-LM builds at that commit for the
+//! layout, how many mix cp slices or dp replicas and how many pair other
+//! tp ranks than rank-layout's join by coordinates, the first few of each,
+//! and a verdict; a table or one JSON object.
 
 use std::fmt;
 
 use rank_layout::megatron::{Audit, AuditExample, MegatronJoin, audit};
-use rank_layout::{Error, Placement};
+use rank_layout::{Error, Layout, Placement};
 use serde::Serialize;
 
-use crate::args::{Format, SetupArgs};
 use crate::error::Failure;
-use crate::format::{experts, thousands};
-use crate::report::emit;
-use crate::target::Target;
+use crate::format::{experts, join_ranks, thousands};
 
 /// Pipelines longer than this are shortened in the table (head, count, tail).
 const SHOWN_STAGES: usize = 8;
 
-/// Audits the joins of `join`'s commit for the layout of `args` and
-/// prints the report (the setup's notes go to stderr).
-///
-/// # Errors
-/// [`Failure::Input`] for an invalid layout, one without an encoder or one
-/// Megatron-LM does not build at that commit; [`Failure::Message`] for a
-/// mesh.
-pub fn run(args: &SetupArgs, join: MegatronJoin, format: Format) -> Result<(), Failure> {
-    let setup = args.setup()?;
-    for note in &setup.notes {
-        eprintln!("{note}");
-    }
-    let target = Target::build(&setup).map_err(|failure| match failure {
-        // 4ff9e66 nests experts in dp, and so checks no expert grid.
-        Failure::Input {
-            error: error @ (Error::FoldedDpMismatch { .. } | Error::FoldedPpMismatch { .. }),
-            hint,
-        } if join == MegatronJoin::Zip2024 => Failure::Input {
-            error,
-            hint: format!(
-                "{hint}; Megatron-LM 4ff9e66 nests experts in dp: give --expert-layout nested"
-            ),
-        },
-        other => other,
-    })?;
-    let Target::Layout { layout, .. } = &target else {
-        return Err(Failure::Message(
-            "audit compares Megatron-LM's encoder + decoder pipeline joins: it needs a layout, not a mesh".to_owned(),
-        ));
-    };
-    let audit = audit(layout, join).map_err(|error| {
-        let hint = match &error {
-            Error::NeedsEncoder => {
-                "; audit checks how Megatron-LM joins encoder and decoder pipelines".to_owned()
-            }
-            _ => String::new(),
-        };
-        Failure::Input { error, hint }
-    })?;
-    let layout_line = format!(
-        "layout: encoder+decoder, {} ranks (encoder ranks {}..{}), {}",
-        thousands(u64::from(layout.world_size())),
-        layout.rank_offset(),
-        u64::from(layout.rank_offset()) + u64::from(layout.encoder_world_size()) - 1,
-        experts(layout.config().expert_layout)
-    );
-    emit(&AuditReport { audit, layout_line }, format)
-}
-
 /// The audit as the command prints it.
-struct AuditReport {
+pub struct AuditReport {
     audit: Audit,
     /// The table's second line: the layout, its ranks and experts.
     layout_line: String,
+}
+
+impl AuditReport {
+    /// The joins of `join`'s commit for `layout`, audited.
+    ///
+    /// # Errors
+    /// [`Failure::Input`] for a layout without an encoder or one
+    /// Megatron-LM does not build at that commit.
+    pub fn new(layout: &Layout, join: MegatronJoin) -> Result<AuditReport, Failure> {
+        let audit = audit(layout, join).map_err(|error| {
+            let hint = match &error {
+                Error::NeedsEncoder => {
+                    "; audit checks how Megatron-LM joins encoder and decoder pipelines".to_owned()
+                }
+                _ => String::new(),
+            };
+            Failure::Input { error, hint }
+        })?;
+        let layout_line = format!(
+            "layout: encoder+decoder, {} ranks (encoder ranks {}..{}), {}",
+            thousands(u64::from(layout.world_size())),
+            layout.rank_offset(),
+            u64::from(layout.rank_offset()) + u64::from(layout.encoder_world_size()) - 1,
+            experts(layout.config().expert_layout)
+        );
+        Ok(AuditReport { audit, layout_line })
+    }
 }
 
 /// A boundary rank of a joined pipeline and its coordinates.
@@ -145,7 +120,7 @@ impl Serialize for AuditReport {
 
 /// `[0, 4, 8]`, or `[0, 4, 8, ... (24 ranks) ..., 92]` when long.
 fn ranks(list: &[u32]) -> String {
-    let join = |r: &[u32]| r.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
+    let join = |r: &[u32]| join_ranks(r, ", ");
     match (list.get(..SHOWN_STAGES - 2), list.last()) {
         (Some(head), Some(last)) if list.len() > SHOWN_STAGES => {
             format!("[{}, ... ({} ranks) ..., {last}]", join(head), list.len())

@@ -8,11 +8,11 @@ use std::fmt;
 use rank_layout::Topology;
 use serde::ser::SerializeMap;
 
-use crate::check::CheckReport;
 use crate::error::Failure;
 use crate::format::{count, experts, thousands};
 use crate::ranking::{Candidate, Priority, Ranking, rank_orders};
 use crate::report::Entries;
+use crate::report::check::CheckReport;
 use crate::spread::{KindSpread, SpreadOut, machine_line};
 use crate::target::Target;
 

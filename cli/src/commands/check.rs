@@ -1,0 +1,50 @@
+//! `rank-layout check`: where each kind's groups fall on nodes and
+//! domains, with warnings and fixes, for a layout, a mesh, or each module
+//! of a `--modules` file; `--strict` fails when a kind that must stay
+//! inside a node does not.
+
+use crate::args::{Format, SetupArgs};
+use crate::error::{Failure, Outcome};
+use crate::input::Input;
+use crate::report::check::CheckReport;
+use crate::report::emit;
+use crate::report::modules::Checks;
+use crate::target::DimSet;
+
+/// Runs `check`.
+///
+/// # Errors
+/// Every error of the input and of a `--kind` or `--require-intra-node`
+/// it does not have.
+pub fn run(
+    args: &SetupArgs,
+    kinds: &[String],
+    require: &[String],
+    format: Format,
+    strict: bool,
+) -> Result<Outcome, Failure> {
+    let failed: Vec<String> = match Input::load(args)? {
+        Input::One { setup, target } => {
+            let report = CheckReport::new(
+                &target,
+                setup.topology,
+                &target.parse_sets(kinds)?,
+                &target.parse_sets(require)?,
+            )?;
+            emit(&report, format)?;
+            report.failed().iter().map(DimSet::to_string).collect()
+        }
+        Input::Modules { topology, modules } => {
+            let checks = Checks::new(&modules, topology, kinds, require)?;
+            emit(&checks, format)?;
+            checks.failed()
+        }
+    };
+    if strict && !failed.is_empty() {
+        return Ok(Outcome::StrictFailed(format!(
+            "check --strict: {} groups cross node boundaries",
+            failed.join(", ")
+        )));
+    }
+    Ok(Outcome::Done)
+}

@@ -1,0 +1,56 @@
+//! The one dispatcher: runs the parsed command line's subcommand, each in
+//! its own file. Every command serves a layout, a mesh and a `--modules`
+//! file alike, through [`crate::input::Input`].
+
+mod audit;
+mod bridge;
+mod check;
+mod describe;
+mod groups;
+mod rank;
+mod render;
+mod suggest;
+
+use crate::args::{Cli, Command};
+use crate::error::{Failure, Outcome};
+
+/// Runs the command.
+///
+/// # Errors
+/// Every error of the command.
+pub fn run(cli: &Cli) -> Result<Outcome, Failure> {
+    match &cli.command {
+        Command::Groups { setup, output } => groups::run(setup, output),
+        Command::Rank {
+            rank,
+            setup,
+            output,
+        } => rank::run(*rank, setup, output),
+        Command::Check {
+            setup,
+            kinds,
+            format,
+            require,
+            strict,
+        } => check::run(setup, kinds, require, *format, *strict),
+        Command::Suggest {
+            setup,
+            priority,
+            top,
+            format,
+        } => suggest::run(setup, priority.as_deref(), *top, *format),
+        Command::Describe { setup, format } => describe::run(setup, *format),
+        Command::Render {
+            setup,
+            kinds,
+            format,
+            max_ranks,
+        } => render::run(setup, kinds, *format, *max_ranks),
+        Command::Audit {
+            megatron,
+            setup,
+            format,
+        } => audit::run(setup, *megatron, *format),
+        Command::Bridge(args) => bridge::run(args),
+    }
+}
