@@ -9,6 +9,8 @@ of the same 5-D mesh.
 
     python python/bench_init.py                       # W = 4,096, 16,384, 131,072
     python python/bench_init.py --worlds 16384 --rank 5
+    python python/bench_init.py --setups megatron --worlds 16384          # megatron-core 0.19.2's environment
+    python python/bench_init.py --setups megatron --worlds 16384 --gtp-remat 2
 
 torch's ``fake`` backend lets one process act as rank r of a world of W
 ranks (``init_process_group("fake", rank=r, world_size=W, store=FakeStore())``):
@@ -101,8 +103,9 @@ def timed(f: Callable[[], Any], counter: Counter, limit: float) -> dict[str, Any
     return {"seconds": time.perf_counter() - start, "calls": counter.calls - before}
 
 
-def one_world(world: int, rank: int, limit: float, repeat: int) -> list[dict[str, Any]]:
-    """The three set-ups for one rank of ``world``, in this process."""
+def one_world(world: int, rank: int, limit: float, repeat: int, setups: str, gtp: int) -> list[dict[str, Any]]:
+    """The set-ups for one rank of ``world``, in this process: all of them,
+    or (``setups="megatron"``) Megatron-Core's and its drop-in's only."""
     import torch
     import torch.distributed as dist
     from torch.testing._internal.distributed.fake_pg import FakeStore
@@ -121,19 +124,23 @@ def one_world(world: int, rank: int, limit: float, repeat: int) -> list[dict[str
         rl_megatron.destroy_model_parallel()
         parallel_state._GLOBAL_MEMORY_BUFFER = None
 
-    got = timed(lambda: parallel_state.initialize_model_parallel(**LAYOUT), counter, limit)
+    layout = dict(LAYOUT, **({"gtp_remat_size": gtp} if gtp > 1 else {}))
+    got = timed(lambda: parallel_state.initialize_model_parallel(**layout), counter, limit)
     rows.append({"setup": "Megatron-Core initialize_model_parallel", **got})
     tp_theirs = dist.get_process_group_ranks(parallel_state.get_tensor_model_parallel_group()) if got["seconds"] else None
     reset()
     for share, name in ((True, "rank-layout initialize_model_parallel"), (False, "rank-layout, share=False")):
         runs = []
         for _ in range(repeat):
-            runs.append(timed(lambda: rl_megatron.initialize_model_parallel(**LAYOUT, share=share), counter, limit))
+            runs.append(timed(lambda: rl_megatron.initialize_model_parallel(**layout, share=share), counter, limit))
             tp_ours = dist.get_process_group_ranks(parallel_state.get_tensor_model_parallel_group())
             reset()
         assert tp_theirs in (None, tp_ours)
         rows.append({"setup": name, "seconds": statistics.median(r["seconds"] for r in runs), "calls": runs[0]["calls"],
                      "note": f"median of {repeat}"})
+    if setups == "megatron":
+        dist.destroy_process_group()
+        return [dict(row, world=world) for row in rows]
     from torch.distributed.device_mesh import init_device_mesh
 
     shape = (8, 2, world // 256, 2, 8)
@@ -185,15 +192,20 @@ def main() -> None:
     parser.add_argument("--limit", type=float, default=120.0, help="seconds before a set-up is stopped")
     parser.add_argument("--repeat", type=int, default=5, help="runs of rank-layout's set-up per process (median)")
     parser.add_argument("--runs", type=int, default=3, help="processes per world (the fastest reported)")
+    parser.add_argument("--setups", choices=["all", "megatron"], default="all",
+                        help="every set-up, or Megatron-Core's and its drop-in's only (no torchtitan needed)")
+    parser.add_argument("--gtp-remat", type=int, default=1,
+                        help="gtp_remat_size of the Megatron layout (megatron-core 0.19)")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one is not None:
         rank = args.one // 2 + 3 if args.rank is None else args.rank
-        print(json.dumps(one_world(args.one, rank, args.limit, args.repeat)))
+        print(json.dumps(one_world(args.one, rank, args.limit, args.repeat, args.setups, args.gtp_remat)))
         return
     rows = []
     for world in args.worlds:
-        cmd = [sys.executable, __file__, "--one", str(world), "--limit", str(args.limit), "--repeat", str(args.repeat)]
+        cmd = [sys.executable, __file__, "--one", str(world), "--limit", str(args.limit), "--repeat", str(args.repeat),
+               "--setups", args.setups, "--gtp-remat", str(args.gtp_remat)]
         if args.rank is not None:
             cmd += ["--rank", str(args.rank)]
         runs = []
@@ -206,10 +218,15 @@ def main() -> None:
     import megatron.core
     import torch
 
-    from importlib.metadata import version
+    from importlib.metadata import PackageNotFoundError, version
 
-    print(f"torch {torch.__version__}, megatron-core {megatron.core.__version__}, torchtitan {version('torchtitan')}, "
-          f"Python {platform.python_version()}, {platform.machine()}; layout tp 8, pp 8, cp 2, ep 8; "
+    try:
+        titan = f", torchtitan {version('torchtitan')}"
+    except PackageNotFoundError:
+        titan = ""
+    gtp = f", gtp_remat {args.gtp_remat}" if args.gtp_remat > 1 else ""
+    print(f"torch {torch.__version__}, megatron-core {megatron.core.__version__}{titan}, "
+          f"Python {platform.python_version()}, {platform.machine()}; layout tp 8, pp 8, cp 2, ep 8{gtp}; "
           f"fake backend, one rank; fastest of {args.runs} processes")
     print()
     print("| W | set-up | seconds | new_group calls | rank-layout's speed-up |")

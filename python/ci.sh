@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # CI of the Python package: build it with maturin and run its pytest suite,
-# the 8- and 16-process torch.distributed (gloo) tests included.
+# the 8- and 16-process torch.distributed (gloo) tests included, against
+# megatron-core 0.16.1 (Python 3.11), then the megatron-core tests again
+# against 0.19.2 (Python 3.12) in a second environment.
 #
 # The virtual environment lives outside the clone, in
 # "${XDG_CACHE_HOME:-$HOME/.cache}/rank-layout/venv" (override: RANK_LAYOUT_VENV):
@@ -121,8 +123,75 @@ build() {
 
 # CI=true: the megatron-core tests fail, rather than skip, without it.
 run_tests() {
-  CI="${CI:-true}" "$PY" -m pytest -p no:cacheprovider -q -rs python/tests
+  RANK_LAYOUT_MEGATRON_CORE=$MEGATRON_CORE CI="${CI:-true}" "$PY" -m pytest -p no:cacheprovider -q -rs python/tests
 }
+
+# The second environment: megatron-core 0.19.2 (Python >= 3.12, which the CI
+# image has under pyenv) for the drop-in's tests against that release, in
+# "${XDG_CACHE_HOME:-$HOME/.cache}/rank-layout/venv-mcore019" (override:
+# RANK_LAYOUT_VENV_MCORE019), created when absent and reused.
+MEGATRON_CORE_NEW=0.19.2
+VENV_NEW="${RANK_LAYOUT_VENV_MCORE019:-${XDG_CACHE_HOME:-$HOME/.cache}/rank-layout/venv-mcore019}"
+PY_NEW="$VENV_NEW/bin/python"
+# The tests that read megatron-core; the rest of the suite runs once, above.
+MEGATRON_CORE_TESTS=(
+  python/tests/test_megatron_core_layouts.py
+  python/tests/test_megatron_core.py
+  python/tests/test_megatron_core_step.py
+  python/tests/test_core_rank_generator.py
+)
+
+python312() {
+  local candidate
+  for candidate in "${PYTHON312:-}" "$(command -v python3.12 || true)" \
+    "$(pyenv prefix 3.12 2>/dev/null || true)/bin/python3.12" "$HOME"/.pyenv/versions/3.12*/bin/python3.12; do
+    if [ -n "$candidate" ] && [ -x "$candidate" ]; then
+      echo "$candidate"
+      return
+    fi
+  done
+  echo "no Python 3.12 found (megatron-core $MEGATRON_CORE_NEW needs it): set PYTHON312" >&2
+  return 1
+}
+
+make_venv_new() {
+  if [ -x "$PY_NEW" ]; then
+    echo "reusing $VENV_NEW"
+  else
+    local py
+    py=$(python312)
+    echo "creating $VENV_NEW with $py"
+    mkdir -p "$(dirname "$VENV_NEW")"
+    "$py" -m venv "$VENV_NEW"
+  fi
+  "$PY_NEW" --version
+  if ! "$PY_NEW" - "$MEGATRON_CORE_NEW" <<'PYEOF'
+import importlib.metadata as m, importlib.util, sys
+try:
+    ok = m.version("megatron-core") == sys.argv[1] and all(
+        importlib.util.find_spec(x) is not None for x in ("einops", "torch", "numpy", "pytest", "maturin"))
+except m.PackageNotFoundError:
+    ok = False
+sys.exit(0 if ok else 1)
+PYEOF
+  then
+    echo "installing from PyPI: maturin pytest numpy torch megatron-core==$MEGATRON_CORE_NEW einops"
+    "$PY_NEW" -m pip install --quiet "maturin>=1.9.4,<2" pytest numpy torch "megatron-core==$MEGATRON_CORE_NEW" einops
+  fi
+  "$PY_NEW" -W ignore -c "import megatron.core, torch; print('megatron-core', megatron.core.__version__, '| torch', torch.__version__)"
+}
+
+build_new() {
+  PATH="$VENV_NEW/bin:$PATH" "$PY_NEW" -m pip install --quiet --no-build-isolation ./python
+}
+
+run_tests_new() {
+  RANK_LAYOUT_MEGATRON_CORE=$MEGATRON_CORE_NEW CI="${CI:-true}" "$PY_NEW" -m pytest -p no:cacheprovider -q -rs \
+    "${MEGATRON_CORE_TESTS[@]}"
+}
+
+# One thread per process: the gloo tests run 16 processes on few cores.
+export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 
 start=$SECONDS
 step "virtual environment" make_venv
@@ -130,5 +199,8 @@ step "maturin, pytest, numpy, torch (installed when missing)" install_tools
 step "megatron-core $MEGATRON_CORE, einops (installed when missing)" install_megatron_core
 step "torchtitan $TORCHTITAN (installed when missing)" install_torchtitan
 step "pip install ./python" build
-step "pytest python/tests" run_tests
+step "pytest python/tests (megatron-core $MEGATRON_CORE)" run_tests
+step "Python 3.12 environment, megatron-core $MEGATRON_CORE_NEW (installed when missing)" make_venv_new
+step "pip install ./python (Python 3.12)" build_new
+step "pytest: the megatron-core tests against $MEGATRON_CORE_NEW" run_tests_new
 echo "== python: all passed in $((SECONDS - start)) s"
