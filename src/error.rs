@@ -530,6 +530,28 @@ pub enum Error {
         problem: String,
     },
 
+    /// A host table (see [`machine::Hosts`](crate::machine::Hosts)) that
+    /// does not read: the line (1-based), its text and what is wrong.
+    #[error("host table, line {line} ({text:?}): {problem}")]
+    #[non_exhaustive]
+    BadHostTable {
+        /// The line, counted from 1.
+        line: usize,
+        /// The line's text.
+        text: String,
+        /// What is wrong, with the values.
+        problem: String,
+    },
+
+    /// No placement of the job on the hosts keeps what it must (see
+    /// [`machine::place`](crate::machine::place)): why, with the sizes.
+    #[error("no placement: {problem}")]
+    #[non_exhaustive]
+    NoPlacement {
+        /// Why, with the sizes that would fit where there are some.
+        problem: String,
+    },
+
     /// A mesh, view or flatten specification that does not parse.
     #[error("{what} {text:?}: {problem}")]
     BadSpec {

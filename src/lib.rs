@@ -127,6 +127,7 @@ mod group;
 mod kind;
 mod layout;
 mod layout_shape;
+pub mod machine;
 mod math;
 pub mod megatron;
 pub mod mesh;

@@ -148,6 +148,69 @@ pub enum Command {
     /// Print the bridge plan of every edge of a --modules file (or of one
     /// --edge): leaders, pairs, broadcast, cp and gather groups.
     Bridge(BridgeArgs),
+    /// Place the layout (or mesh) on the hosts the job got: the node order
+    /// that keeps tp, cp and the expert tensor x expert groups (or the
+    /// --must-fit kinds) inside NVLink domains, how every kind's groups
+    /// then fall, and the launcher files that start each rank there.
+    #[command(after_help = HOSTS_HELP)]
+    Place(PlaceArgs),
+}
+
+/// The host table's formats, for `place --help`.
+pub const HOSTS_HELP: &str = "Host table (--hosts FILE): one host per line, `host domain [gpus] [state]`, \
+`#` comments; domain `-` or `unknown` for none, or keys from the outermost joined by `/` \
+(`cluster1/rack07`); state `up` (default) or `down`/`drain`. Or JSON: a list of \
+{\"host\", \"domain\" (or \"keys\": [...]), \"gpus\", \"healthy\"}.";
+
+/// The flags of `place`.
+#[derive(Debug, Args)]
+pub struct PlaceArgs {
+    /// The layout (or mesh); --gpus-per-node when the table gives no GPUs.
+    #[command(flatten)]
+    pub setup: SetupArgs,
+    /// The host table.
+    #[arg(long, value_name = "FILE")]
+    pub hosts: PathBuf,
+    /// A kind that must stay inside a domain (repeatable; default: tp, cp
+    /// and etp-ep of a layout, the tp, cp, ep dims of a mesh).
+    #[arg(long = "must-fit", value_name = "KIND")]
+    pub must_fit: Vec<String>,
+    /// When the domains cannot hold every unit whole: straddle (use every
+    /// rank, fewest crossing groups), shrink (a smaller dp that idles the
+    /// remainders; layouts only) or fail (exit 2).
+    #[arg(long, value_enum, default_value_t = OnShortfall::Straddle)]
+    pub on_shortfall: OnShortfall,
+    /// Output format of the report.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Print this launcher file instead of the report (its command line
+    /// goes to stderr).
+    #[arg(long, value_enum)]
+    pub emit: Option<Emit>,
+}
+
+/// `place --on-shortfall`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnShortfall {
+    /// Every rank used; the fewest units straddle domains.
+    Straddle,
+    /// A smaller job (fewer data-parallel replicas) that fits whole.
+    Shrink,
+    /// Exit 2.
+    Fail,
+}
+
+/// `place --emit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Emit {
+    /// Slurm's SLURM_HOSTFILE (srun --distribution=arbitrary).
+    SlurmHostfile,
+    /// An Open MPI rankfile.
+    Rankfile,
+    /// torchrun's host -> --node-rank table (--rdzv-backend=static).
+    Torchrun,
+    /// dlrover's {host: domain} JSON.
+    Dlrover,
 }
 
 /// The layout keys (the same as a `--config` file's) and the machine.

@@ -8,6 +8,7 @@
 
 use std::fmt;
 
+use rank_layout::machine::KindGroups;
 use rank_layout::{Config, Error, Groups, Kind, Layout, Mesh, MeshSpec, Spread, Topology};
 
 use crate::config::{MeshInput, Setup};
@@ -181,6 +182,23 @@ impl Target {
             (Target::Mesh(m), DimSet::Mesh(name)) => Ok(m.mesh.groups(name)?),
             _ => Err(mismatch(set)),
         }
+    }
+
+    /// `set`'s groups as ranks of the job (counted from the first rank),
+    /// for the placement.
+    ///
+    /// # Errors
+    /// A set it does not have.
+    pub fn kind_groups(&self, set: &DimSet) -> Result<KindGroups, Failure> {
+        let offset = self.rank_offset();
+        let groups = self
+            .groups(set)?
+            .map(|g| g.iter().map(|r| r - offset).collect())
+            .collect();
+        Ok(KindGroups {
+            name: set.to_string(),
+            groups,
+        })
     }
 
     /// Whether the target has `set`.

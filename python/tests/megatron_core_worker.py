@@ -341,6 +341,7 @@ def job_compare(rank: int, world: int, args: dict[str, Any]) -> dict[str, Any]:
     ps.destroy_model_parallel()
     assert not ps.model_parallel_is_initialized() and not ps.is_initialized()
     reset(ps)
+    destroy_subgroups()
     return {
         "diffs": diffs,
         "calls": len(calls),
@@ -350,6 +351,20 @@ def job_compare(rank: int, world: int, args: dict[str, Any]) -> dict[str, Any]:
         "all_reduced": reduced,
         "inside": state.layout.rank_offset <= rank < state.layout.rank_offset + state.layout.world_size,
     }
+
+
+def destroy_subgroups() -> None:
+    """Destroys every process group but the default one: each gloo group
+    keeps threads, and a 16-process world building Megatron-Core's hundred
+    groups per layout, layout after layout, would otherwise run thousands
+    of them. Every rank calls it at the same point (after a barrier)."""
+    import torch.distributed as dist
+
+    dist.barrier()
+    default = dist.distributed_c10d._get_default_group()
+    for pg in list(dist.distributed_c10d._world.pg_map):
+        if pg is not default:
+            dist.destroy_process_group(pg)
 
 
 def job_bad(rank: int, world: int) -> dict[str, Any]:

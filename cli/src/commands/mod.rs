@@ -7,6 +7,7 @@ mod bridge;
 mod check;
 mod describe;
 mod groups;
+mod place;
 mod rank;
 mod render;
 mod suggest;
@@ -52,5 +53,6 @@ pub fn run(cli: &Cli) -> Result<Outcome, Failure> {
             format,
         } => audit::run(setup, *megatron, *format),
         Command::Bridge(args) => bridge::run(args),
+        Command::Place(args) => place::run(args),
     }
 }

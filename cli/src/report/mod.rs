@@ -8,7 +8,8 @@
 //! - [`audit`]: Megatron-LM's encoder + decoder joins (`rank-layout audit`);
 //! - [`bridge`]: the bridge plans of a modules file (`rank-layout bridge`);
 //! - [`modules`]: the reports of a `--modules` file, module by module;
-//! - [`mesh`]: a mesh described for JSON.
+//! - [`mesh`]: a mesh described for JSON;
+//! - [`place`]: a layout placed on a host table (`rank-layout place`).
 
 pub mod audit;
 pub mod bridge;
@@ -17,6 +18,7 @@ pub mod describe;
 pub mod groups;
 pub mod mesh;
 pub mod modules;
+pub mod place;
 pub mod rank;
 pub mod suggest;
 

@@ -1,0 +1,55 @@
+//! The layout on the real machine: the hosts a job got ([`Hosts`]), the
+//! node order that keeps the groups that must stay inside an NVLink domain
+//! inside one ([`place`]), how every kind's groups then fall on the
+//! topology ([`NodePlan::crossing`]), and the launcher files that start
+//! each rank where it was placed ([`Launcher`]).
+//!
+//! The unit of placement is a whole node: every GPU of a node is in the
+//! node's domain, so a permutation of nodes (logical node -> host) with GPU
+//! = local rank is enough. The semantics are in
+//! [`semantics`](crate::semantics), section "Placement".
+//!
+//! ```
+//! use rank_layout::machine::{place, Hosts, KindGroups, PlaceOptions};
+//! use rank_layout::{Config, Kind, Layout};
+//! // Two racks of 2 nodes of 4 GPUs, listed interleaved.
+//! let hosts = Hosts::parse_plain("n0 rackA 4\nn1 rackB 4\nn2 rackA 4\nn3 rackB 4\n")?;
+//! let layout = Layout::new(&Config::new().tp(8).world_size(16))?;
+//! let tp = KindGroups::of_layout(&layout, Kind::TP)?;
+//! let plan = place(16, &[tp.clone()], &hosts, &PlaceOptions::default())?;
+//! assert_eq!(plan.crossing(&hosts, &tp).domain_crossing(), 0);
+//! let plain = rank_layout::machine::NodePlan::plain(16, &hosts, 4)?;
+//! assert_eq!(plain.crossing(&hosts, &tp).domain_crossing(), 2);
+//! # Ok::<(), rank_layout::Error>(())
+//! ```
+
+mod hosts;
+mod launcher;
+mod place;
+
+pub use hosts::{Host, Hosts};
+pub use launcher::Launcher;
+pub use place::{Crossing, KindGroups, NodePlan, PlaceOptions, Shortfall, place};
+
+use crate::error::Result;
+use crate::kind::Kind;
+use crate::layout::Layout;
+
+impl KindGroups {
+    /// `kind`'s groups of `layout`, as ranks of the job (the layout's ranks
+    /// minus its `rank_offset`), named by the kind.
+    ///
+    /// # Errors
+    /// The layout's error for a kind it does not have.
+    pub fn of_layout(layout: &Layout, kind: Kind) -> Result<KindGroups> {
+        let offset = layout.rank_offset();
+        let groups = layout
+            .groups(kind)?
+            .map(|g| g.iter().map(|r| r - offset).collect())
+            .collect();
+        Ok(KindGroups {
+            name: kind.to_string(),
+            groups,
+        })
+    }
+}
