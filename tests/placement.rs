@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use proptest::prelude::*;
 use rank_layout::machine::{
-    place, Host, Hosts, KindGroups, Launcher, NodePlan, PlaceOptions, Shortfall,
+    Host, Hosts, KindGroups, Launcher, NodePlan, PlaceOptions, Shortfall, place,
 };
 use rank_layout::{Config, Kind, Layout};
 
@@ -164,7 +164,10 @@ fn a_group_larger_than_every_rack_has_no_placement() {
     let must = kinds(&layout, &[Kind::TP, Kind::CP, Kind::ETP_EP]);
     let err = place(1024, &must, &hosts, &PlaceOptions::default()).unwrap_err();
     let text = err.to_string();
-    assert!(text.contains("128 GPUs") && text.contains("72 GPUs"), "{text}");
+    assert!(
+        text.contains("128 GPUs") && text.contains("72 GPUs"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -176,7 +176,7 @@ pub fn place(
         let span_nodes = size.div_ceil(u64::from(g));
         if span_nodes > largest as u64 {
             return Err(no(format!(
-                "{} groups are {size} GPUs ({span_nodes} nodes of {g}) and the largest domain holds {largest} node(s) ({} GPUs): no order or host permutation keeps them inside one; a {} group of at most {} GPUs would fit",
+                "{} groups are {size} GPUs ({span_nodes} nodes of {g}) and the largest domain holds {largest} node(s) ({} GPUs): no order or host permutation keeps them inside one; {} groups of at most {} GPUs would fit (smaller sizes of its axes), or drop it from the must-fit kinds",
                 kind.name,
                 largest as u64 * u64::from(g),
                 kind.name,

@@ -1,0 +1,331 @@
+//! `rank-layout place`: the documented interface (`node_hosts`, `idle`,
+//! `unit_nodes`, `crossing`, `--must-fit`, `--on-shortfall`, `--emit`), the
+//! worked GB200 cases, and each launcher file read back into the same
+//! rank -> host map as `groups` gives members.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use common::{fails_with_args, run_args, stdout_args, temp_dir};
+use serde_json::Value;
+
+/// A host table of racks of `sizes` nodes of 4 GPUs, one host per line in
+/// rack order, or interleaved host by host.
+fn racks(name: &str, sizes: &[usize], interleave: bool) -> PathBuf {
+    let mut lines = Vec::new();
+    let deepest = sizes.iter().copied().max().unwrap_or(0);
+    let mut n = 0;
+    if interleave {
+        for i in 0..deepest {
+            for (r, &size) in sizes.iter().enumerate() {
+                if i < size {
+                    lines.push(format!("gb{n:04} nvl72-{r:02} 4"));
+                    n += 1;
+                }
+            }
+        }
+    } else {
+        for (r, &size) in sizes.iter().enumerate() {
+            for _ in 0..size {
+                lines.push(format!("gb{n:04} nvl72-{r:02} 4"));
+                n += 1;
+            }
+        }
+    }
+    let path = temp_dir(name).join("hosts.txt");
+    std::fs::write(&path, format!("# host domain gpus\n{}\n", lines.join("\n"))).unwrap();
+    path
+}
+
+fn place(hosts: &PathBuf, flags: &str) -> Value {
+    let mut args = vec![
+        "place",
+        "--hosts",
+        hosts.to_str().unwrap(),
+        "--format",
+        "json",
+    ];
+    args.extend(flags.split_whitespace());
+    serde_json::from_str(&stdout_args(&args)).unwrap()
+}
+
+fn crossing(v: &Value) -> BTreeMap<String, u64> {
+    v["crossing"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, n)| (k.clone(), n.as_u64().unwrap()))
+        .collect()
+}
+
+#[test]
+fn sixteen_full_racks() {
+    let hosts = racks("full", &[18; 16], false);
+    let v = place(&hosts, "--tp 8 --pp 4 --ep 16 --etp 1 --world-size 1152");
+    assert_eq!(v["unit_nodes"], 4);
+    assert_eq!(v["node_hosts"].as_array().unwrap().len(), 288);
+    assert!(v["idle"].as_array().unwrap().is_empty());
+    let c = crossing(&v);
+    assert_eq!((c["tp"], c["etp-ep"]), (0, 8));
+}
+
+#[test]
+fn a_short_rack_straddles_shrinks_or_fails() {
+    let mut sizes = vec![18; 16];
+    sizes[0] = 16;
+    let hosts = racks("short", &sizes, false);
+    let v = place(&hosts, "--tp 8 --pp 4 --ep 16 --etp 1 --dp 34");
+    assert_eq!(crossing(&v)["etp-ep"], 4);
+    assert_eq!(v["plain_crossing"]["etp-ep"], 7);
+    assert_eq!(v["idle"].as_array().unwrap().len(), 14);
+    let shrunk = place(
+        &hosts,
+        "--tp 8 --pp 4 --ep 16 --etp 1 --dp 34 --on-shortfall shrink",
+    );
+    assert_eq!(shrunk["shrunk"]["dp"], 32);
+    assert_eq!(crossing(&shrunk)["etp-ep"], 0);
+    let h = hosts.to_str().unwrap();
+    fails_with_args(
+        &[
+            "place",
+            "--hosts",
+            h,
+            "--tp",
+            "8",
+            "--pp",
+            "4",
+            "--ep",
+            "16",
+            "--etp",
+            "1",
+            "--dp",
+            "34",
+            "--on-shortfall",
+            "fail",
+        ],
+        "4 would straddle domains",
+    );
+}
+
+#[test]
+fn no_placement_for_a_group_larger_than_a_rack() {
+    let hosts = racks("large", &[18; 16], false);
+    let h = hosts.to_str().unwrap();
+    fails_with_args(
+        &[
+            "place",
+            "--hosts",
+            h,
+            "--tp",
+            "8",
+            "--pp",
+            "4",
+            "--ep",
+            "16",
+            "--etp",
+            "8",
+            "--world-size",
+            "1024",
+        ],
+        "etp-ep groups are 128 GPUs",
+    );
+}
+
+#[test]
+fn interleaved_racks_and_must_fit() {
+    let hosts = racks("interleaved", &[18; 16], true);
+    let v = place(&hosts, "--tp 8 --pp 4 --ep 16 --etp 1 --world-size 1152");
+    assert_eq!(v["plain_crossing"]["tp"], 144);
+    assert_eq!(v["plain_crossing"]["etp-ep"], 72);
+    assert_eq!((crossing(&v)["tp"], crossing(&v)["etp-ep"]), (0, 8));
+    // Only tp must fit: units of 2 nodes, 9 per rack, none straddles.
+    let tp = place(
+        &hosts,
+        "--tp 8 --pp 4 --ep 16 --etp 1 --world-size 1152 --must-fit tp",
+    );
+    assert_eq!(tp["unit_nodes"], 2);
+    assert_eq!(crossing(&tp).keys().collect::<Vec<_>>(), ["tp"]);
+    assert_eq!(crossing(&tp)["tp"], 0);
+}
+
+#[test]
+fn the_same_table_in_any_row_order_gives_the_same_bytes() {
+    let hosts = racks("order", &[18, 17, 18, 5], false);
+    let text = std::fs::read_to_string(&hosts).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.reverse();
+    let reversed = temp_dir("order-rev").join("hosts.txt");
+    std::fs::write(&reversed, lines.join("\n")).unwrap();
+    for flags in ["--format json", "--emit rankfile", "--emit slurm-hostfile"] {
+        let a = stdout_args(
+            &[
+                &[
+                    "place",
+                    "--hosts",
+                    hosts.to_str().unwrap(),
+                    "--tp",
+                    "8",
+                    "--ep",
+                    "4",
+                    "--world-size",
+                    "192",
+                ][..],
+                &flags.split_whitespace().collect::<Vec<_>>()[..],
+            ]
+            .concat(),
+        );
+        let b = stdout_args(
+            &[
+                &[
+                    "place",
+                    "--hosts",
+                    reversed.to_str().unwrap(),
+                    "--tp",
+                    "8",
+                    "--ep",
+                    "4",
+                    "--world-size",
+                    "192",
+                ][..],
+                &flags.split_whitespace().collect::<Vec<_>>()[..],
+            ]
+            .concat(),
+        );
+        assert_eq!(a, b, "{flags}");
+    }
+}
+
+#[test]
+fn launcher_files_read_back() {
+    let hosts = racks("files", &[6, 6, 6], true);
+    let h = hosts.to_str().unwrap();
+    let flags = ["--tp", "8", "--ep", "4", "--etp", "1", "--world-size", "64"];
+    let v = place(&hosts, &flags.join(" "));
+    let node_hosts: Vec<String> = v["node_hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_str().unwrap().to_string())
+        .collect();
+    let emit = |what: &str| {
+        stdout_args(&[&["place", "--hosts", h, "--emit", what][..], &flags[..]].concat())
+    };
+    // Slurm: a host per task, in rank order.
+    let slurm: Vec<String> = emit("slurm-hostfile").lines().map(str::to_string).collect();
+    assert_eq!(slurm.len(), 64);
+    for (r, host) in slurm.iter().enumerate() {
+        assert_eq!(host, &node_hosts[r / 4]);
+    }
+    // Open MPI: rank r=host slot=local.
+    for line in emit("rankfile").lines() {
+        let (rank, rest) = line.strip_prefix("rank ").unwrap().split_once('=').unwrap();
+        let (host, slot) = rest.split_once(" slot=").unwrap();
+        let r: usize = rank.parse().unwrap();
+        assert_eq!(
+            (host, slot.parse::<usize>().unwrap()),
+            (node_hosts[r / 4].as_str(), r % 4)
+        );
+    }
+    // torchrun: host node_rank.
+    for line in emit("torchrun").lines() {
+        let (host, n) = line.split_once(' ').unwrap();
+        assert_eq!(host, node_hosts[n.parse::<usize>().unwrap()]);
+    }
+    // dlrover: {host: domain} of the used hosts.
+    let dl: BTreeMap<String, String> = serde_json::from_str(&emit("dlrover")).unwrap();
+    assert_eq!(dl.len(), 16);
+    // The tp groups of `groups`, on those hosts: one rack each.
+    let groups: Value = serde_json::from_str(&stdout_args(
+        &[
+            &["groups", "--kind", "tp", "--format", "json"][..],
+            &flags[..],
+        ]
+        .concat(),
+    ))
+    .unwrap();
+    let tp = groups["groups"]["tp"]
+        .as_array()
+        .or_else(|| groups["kinds"]["tp"].as_array());
+    if let Some(tp) = tp {
+        for group in tp {
+            let racks: std::collections::BTreeSet<&String> = group
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| &dl[&slurm[r.as_u64().unwrap() as usize]])
+                .collect();
+            assert_eq!(racks.len(), 1, "{group}");
+        }
+    } else {
+        panic!("no tp groups in {groups}");
+    }
+    // The command line goes to stderr.
+    let out = run_args(
+        &[
+            &["place", "--hosts", h, "--emit", "rankfile"][..],
+            &flags[..],
+        ]
+        .concat(),
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("mpirun --rankfile"));
+}
+
+#[test]
+fn bad_tables_are_errors_naming_the_line() {
+    let dir = temp_dir("bad-tables");
+    for (text, needle) in [
+        ("a r1 4\na r2 4\n", "listed twice"),
+        ("a r1 four\n", "\"four\""),
+        ("a\n", "line 1"),
+        ("[{\"host\": \"a\", \"gpus\": 0}]", "at least one GPU"),
+        ("[{\"host\": \"a\", \"rack\": 1}]", "not a host table"),
+        ("a r1 4\n", "not a whole number of nodes"),
+    ] {
+        let path = dir.join("t.txt");
+        std::fs::write(&path, text).unwrap();
+        fails_with_args(
+            &[
+                "place",
+                "--hosts",
+                path.to_str().unwrap(),
+                "--tp",
+                "2",
+                "--world-size",
+                "6",
+            ],
+            needle,
+        );
+    }
+    fails_with_args(
+        &["place", "--hosts", "/nonexistent/hosts", "--tp", "2"],
+        "/nonexistent/hosts",
+    );
+}
+
+#[test]
+fn json_tables_with_levels_and_health() {
+    let path = temp_dir("json-table").join("hosts.json");
+    std::fs::write(
+        &path,
+        r#"{"hosts": [
+          {"host": "n1", "keys": ["c1", "r1"], "gpus": 4},
+          {"host": "n2", "keys": ["c1", "r2"], "gpus": 4},
+          {"host": "n3", "keys": ["c1", "r1"], "gpus": 4},
+          {"host": "n4", "domain": "c1/r2", "gpus": 4, "healthy": false},
+          {"host": "n5", "domain": "c1/r2", "gpus": 4}
+        ]}"#,
+    )
+    .unwrap();
+    let v = place(&path, "--tp 8 --world-size 16");
+    assert_eq!(v["unhealthy"], serde_json::json!(["n4"]));
+    assert_eq!(crossing(&v)["tp"], 0);
+    let tp = v["kinds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["kind"] == "tp")
+        .unwrap();
+    assert_eq!(tp["crossing"], serde_json::json!([0, 0]));
+}
