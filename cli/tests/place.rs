@@ -6,7 +6,7 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use common::{fails_with_args, run_args, stdout_args, temp_dir};
 use serde_json::Value;
@@ -39,7 +39,7 @@ fn racks(name: &str, sizes: &[usize], interleave: bool) -> PathBuf {
     path
 }
 
-fn place(hosts: &PathBuf, flags: &str) -> Value {
+fn place(hosts: &Path, flags: &str) -> Value {
     let mut args = vec![
         "place",
         "--hosts",

@@ -25,10 +25,12 @@
 
 mod hosts;
 mod launcher;
+mod layout_place;
 mod place;
 
 pub use hosts::{Host, Hosts};
 pub use launcher::Launcher;
+pub use layout_place::{default_must_fit, place_layout};
 pub use place::{Crossing, KindGroups, NodePlan, PlaceOptions, Shortfall, place};
 
 use crate::error::Result;

@@ -23,8 +23,12 @@ pub enum Shortfall {
     /// each over as few domains as possible.
     #[default]
     Straddle,
-    /// Refuse ([`Error::NoPlacement`]); a caller with a layout can then
-    /// offer a smaller job that idles the remainders.
+    /// A smaller job that fits whole, idling the remainders:
+    /// [`place_layout`](crate::machine::place_layout) lowers the layout's
+    /// data-parallel size; [`place`], which knows no layout, refuses as
+    /// with [`Shortfall::Fail`].
+    Shrink,
+    /// Refuse ([`Error::NoPlacement`]).
     Fail,
 }
 
@@ -212,7 +216,7 @@ pub fn place(
     if k == 1 {
         whole_units += alone.len() as u64;
     }
-    if whole_units < u64::from(units) && options.shortfall == Shortfall::Fail {
+    if whole_units < u64::from(units) && options.shortfall != Shortfall::Straddle {
         return Err(no(format!(
             "the domains hold {whole_units} whole unit(s) of {k} node(s) and the job needs {units}: {} would straddle domains",
             u64::from(units) - whole_units

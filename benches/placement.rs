@@ -1,0 +1,60 @@
+//! Placement on a host table (`rank_layout::machine`), at 100,000 GPUs:
+//!
+//! - `placement/read-plain/25000`: reading a 25,000-host plain table
+//!   (`Hosts::parse_plain`), 1,389 racks of 18 nodes;
+//! - `placement/place/100000`: placing a 100,000-GPU job (25,000 nodes of 4
+//!   GPUs; tp 8, pp 4, ep 16, etp 1: units of 4 nodes) on a table of
+//!   25,002 hosts whose racks are listed interleaved, `tp` and `etp-ep` must
+//!   fit (their groups built by the layout beforehand);
+//! - `placement/crossing/100000`: how the `etp-ep` groups then fall;
+//! - `placement/groups-baseline/100000`: building the two kinds' groups as
+//!   `Vec`s (what the placement is given), for scale.
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use rank_layout::machine::{Hosts, KindGroups, PlaceOptions, place};
+use rank_layout::{Config, Kind, Layout};
+use std::hint::black_box;
+
+fn table(hosts: usize) -> String {
+    let racks = hosts.div_ceil(18);
+    let mut out = String::with_capacity(hosts * 24);
+    for i in 0..hosts {
+        out.push_str(&format!("gb{i:06} nvl72-{:05} 4\n", i % racks));
+    }
+    out
+}
+
+fn placement(c: &mut Criterion) {
+    let text = table(25_002);
+    let mut g = c.benchmark_group("placement");
+    g.sample_size(20);
+    g.bench_function("read-plain/25000", |b| {
+        b.iter(|| Hosts::parse_plain(black_box(&text)).map(|h| h.len()))
+    });
+    let hosts = Hosts::parse_plain(&text).expect("the table reads");
+    let layout = Layout::new(&Config::new().tp(8).pp(4).ep(16).etp(1).world_size(100_000))
+        .expect("the layout builds");
+    let kinds = || -> Vec<KindGroups> {
+        [Kind::TP, Kind::ETP_EP]
+            .iter()
+            .map(|&k| KindGroups::of_layout(&layout, k).expect("the kind exists"))
+            .collect()
+    };
+    g.bench_function("groups-baseline/100000", |b| {
+        b.iter(|| black_box(kinds()).len())
+    });
+    let must = kinds();
+    g.bench_function("place/100000", |b| {
+        b.iter(|| {
+            place(100_000, black_box(&must), &hosts, &PlaceOptions::default()).map(|p| p.units)
+        })
+    });
+    let plan = place(100_000, &must, &hosts, &PlaceOptions::default()).expect("it places");
+    g.bench_function("crossing/100000", |b| {
+        b.iter(|| plan.crossing(&hosts, black_box(&must[1])).domain_crossing())
+    });
+    g.finish();
+}
+
+criterion_group!(benches, placement);
+criterion_main!(benches);
