@@ -122,12 +122,6 @@ class Layout(_NativeLayout):
         """Pickles as the resolved configuration (for multiprocessing)."""
         return (_rebuild, (type(self), self.config))
 
-    def split(self, rank: Any, kind: Any, round: Any = None) -> Optional[Split]:
-        pair = super().split(rank, kind, round)
-        return None if pair is None else Split(*pair)
-
-    split.__doc__ = _NativeLayout.split.__doc__
-
     def splits(self, rank: Any) -> list[SplitRound]:
         return [
             SplitRound(kind, r, rounds, None if s is None else Split(*s))

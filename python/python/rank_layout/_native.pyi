@@ -5,6 +5,8 @@ from typing import Any, Literal, Optional, Sequence, SupportsIndex, TypedDict
 import numpy as np
 import numpy.typing as npt
 
+from rank_layout import Split
+
 CONFIG_KEYS: list[str]
 
 class LayoutError(ValueError):
@@ -159,9 +161,7 @@ class Layout:
     def group(self, kind: str, index: Int) -> list[int]: ...
     def rank(self, rank: Int) -> RankCard: ...
     def memberships(self, rank: Int, kind: str) -> list[Membership]: ...
-    def split(
-        self, rank: Int, kind: str, round: Optional[Int] = None
-    ) -> Optional[tuple[int, int]]: ...
+    def split(self, rank: Int, kind: str, round: Optional[Int] = None) -> Optional[Split]: ...
     def split_rounds(self, kind: str) -> int: ...
     def mesh(self) -> Mesh: ...
     def groups_arrays(self, kinds: Optional[Sequence[str]] = None) -> dict[str, npt.NDArray[np.uint32]]: ...
@@ -206,8 +206,8 @@ class Mesh:
     def groups(self, dims: str | Sequence[str], view: Optional[str] = None) -> list[list[int]]: ...
     def groups_array(self, dims: str | Sequence[str], view: Optional[str] = None) -> npt.NDArray[np.uint32]: ...
     def coord(self, rank: Int, view: Optional[str] = None) -> Optional[dict[str, int]]: ...
-    def split(self, rank: Int, dims: str | Sequence[str], view: Optional[str] = None) -> tuple[int, int]: ...
-    def splits(self, rank: Int, dim_sets: Sequence[str]) -> list[tuple[int, int]]: ...
+    def split(self, rank: Int, dims: str | Sequence[str], view: Optional[str] = None) -> Split: ...
+    def splits(self, rank: Int, dim_sets: Sequence[str]) -> list[Split]: ...
 
 def torchtitan_mesh(
     *,
@@ -274,16 +274,16 @@ class Modules:
         """Module ``name``'s first stage: the longest path into it."""
     def bridge_kinds(self, src: str, dst: str) -> list[BridgeKindName]:
         """The communicator kinds the edge ``src -> dst`` needs."""
-    def bridge_split(self, rank: Int, src: str, dst: str, kind: BridgeKindName) -> Optional[tuple[int, int]]:
-        """``rank``'s Split in the ``kind`` groups of the edge, or None."""
+    def bridge_split(self, rank: Int, src: str, dst: str, kind: BridgeKindName) -> Optional[Split]:
+        """``rank``'s :class:`Split` in the ``kind`` groups of the edge, or None."""
     def bridge_members(self, rank: Int, src: str, dst: str, kind: BridgeKindName) -> Optional[list[int]]:
         """The members of ``rank``'s ``kind`` group of the edge, in key order, or None."""
     def role(self, rank: Int, src: str, dst: str) -> BridgeRole:
         """``rank``'s role on the edge ``src -> dst``."""
     def roles(self, rank: Int) -> list[BridgeRole]:
         """``rank``'s role on every edge, in ``edges`` order."""
-    def split(self, rank: Int, dims: str | Sequence[str], round: Optional[Int] = None) -> Optional[tuple[int, int]]:
-        """``rank``'s Split in the groups of ``dims`` in round ``round``, or None."""
+    def split(self, rank: Int, dims: str | Sequence[str], round: Optional[Int] = None) -> Optional[Split]:
+        """``rank``'s :class:`Split` in the groups of ``dims`` in round ``round``, or None."""
     def members(self, rank: Int, dims: str | Sequence[str], round: Optional[Int] = None) -> Optional[list[int]]:
         """The members of ``rank``'s group of ``dims`` in round ``round``, in key order, or None."""
     def __len__(self) -> int: ...
@@ -334,4 +334,4 @@ class BridgeRole(TypedDict):
     sends_to: list[int]
     receives_from: list[int]
     slot: Optional[int]
-    splits: dict[str, Optional[tuple[int, int]]]
+    splits: dict[str, Optional[Split]]
