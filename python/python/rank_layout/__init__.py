@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple, Optional
 
 from rank_layout._native import CONFIG_KEYS, LayoutError
-from rank_layout._native import MEGATRON_ARGS as _MEGATRON_TABLE
+from rank_layout._native import MEGATRON_TABLE as _MEGATRON_TABLE
 from rank_layout._native import Layout as _NativeLayout
 from rank_layout._native import Mesh, Modules, megatron_config, torchtitan_mesh
 

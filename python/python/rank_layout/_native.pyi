@@ -68,8 +68,10 @@ class RankCard(TypedDict):
     pipeline: Pipeline
     groups: dict[str, list[Membership]]
 
-#: (name, flag, key, meaning, handling, source) rows of the crate's table.
-MEGATRON_ARGS: list[tuple[str, str, str, str, str, str]]
+#: (name, flag, key, meaning, handling, source) rows of the crate's table
+#: of Megatron-LM's arguments (read into rank_layout.MEGATRON_ARGS and
+#: MEGATRON_REFUSED).
+MEGATRON_TABLE: list[tuple[str, str, str, str, str, str]]
 
 def megatron_config(args: object) -> dict[str, object]: ...
 def audit(layout: Layout, megatron: str) -> dict[str, Any]: ...
