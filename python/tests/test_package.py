@@ -3,11 +3,13 @@ kept optional."""
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
 from importlib.metadata import version
 from pathlib import Path
 
+import pytest
 from conftest import require
 
 import rank_layout
@@ -38,6 +40,20 @@ def test_stubs_name_every_public_method() -> None:
     for name in vars(_native.Layout):
         if not name.startswith("_"):
             assert f"def {name}(" in stubs, name
+
+
+#: Names a public module would show only by importing them for its annotations.
+TYPING_HELPERS = ("Any", "Optional", "NamedTuple", "Callable", "Sequence", "annotations")
+
+
+@pytest.mark.parametrize("name", ["rank_layout", "rank_layout.megatron", "rank_layout.torch"])
+def test_public_modules_show_no_typing_helpers(name: str) -> None:
+    if name == "rank_layout.torch":
+        require("torch")
+    module = importlib.import_module(name)
+    shown = [n for n in TYPING_HELPERS if n in dir(module)]
+    assert not shown, f"dir({name}) shows {shown}"
+    assert set(module.__all__) <= set(dir(module))
 
 
 def test_torch_package_all() -> None:
