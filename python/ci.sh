@@ -61,10 +61,13 @@ make_venv() {
 
 install_tools() {
   local module missing=()
-  for module in maturin pytest numpy torch; do
+  for module in maturin pytest numpy torch mypy; do
     if ! "$PY" -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('$module') is None)"; then
       case $module in
         maturin) missing+=("maturin>=1.9.4,<2") ;;
+        # mypy: its stubtest checks _native.pyi (python/tests/test_stubs.py);
+        # 1.18 has the --ignore-disjoint-bases the test passes.
+        mypy) missing+=("mypy>=1.18") ;;
         *) missing+=("$module") ;;
       esac
     fi
@@ -73,7 +76,7 @@ install_tools() {
     echo "installing from PyPI: ${missing[*]}"
     "$PY" -m pip install --quiet "${missing[@]}"
   fi
-  "$PY" -c "import numpy, pytest, torch; print('numpy', numpy.__version__, '| pytest', pytest.__version__, '| torch', torch.__version__)"
+  "$PY" -c "import numpy, pytest, torch, mypy.version; print('numpy', numpy.__version__, '| pytest', pytest.__version__, '| torch', torch.__version__, '| mypy', mypy.version.__version__)"
   maturin --version
 }
 
@@ -195,7 +198,7 @@ export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 
 start=$SECONDS
 step "virtual environment" make_venv
-step "maturin, pytest, numpy, torch (installed when missing)" install_tools
+step "maturin, pytest, numpy, torch, mypy (installed when missing)" install_tools
 step "megatron-core $MEGATRON_CORE, einops (installed when missing)" install_megatron_core
 step "torchtitan $TORCHTITAN (installed when missing)" install_torchtitan
 step "pip install ./python" build

@@ -13,6 +13,7 @@ use crate::card;
 use crate::config;
 use crate::error::{OrRaise, from_crate, raise};
 use crate::kind::kind;
+use crate::mesh::split_or_none;
 use crate::value::index;
 
 /// One entry of [`PyLayout::splits`]: `(kind, round, rounds, (color, key) or None)`.
@@ -319,12 +320,13 @@ impl PyLayout {
     /// >>> [layout.split(5, "pp", round=r) for r in range(layout.split_rounds("pp"))]
     /// [None, Split(color=1, key=1)]
     #[pyo3(signature = (rank, kind, round=None))]
-    fn split(
+    fn split<'py>(
         &self,
-        rank: &Bound<'_, PyAny>,
-        kind: &Bound<'_, PyAny>,
-        round: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Option<(u32, u32)>> {
+        py: Python<'py>,
+        rank: &Bound<'py, PyAny>,
+        kind: &Bound<'py, PyAny>,
+        round: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let rank = self.rank_arg(rank)?;
         let kind = self::kind(kind)?;
         let split = match round {
@@ -340,7 +342,7 @@ impl PyLayout {
                 self.inner.split_in_round(rank, kind, round)
             }
         };
-        Ok(split.or_raise()?.map(|Split { color, key }| (color, key)))
+        split_or_none(py, split.or_raise()?)
     }
 
     /// How many rounds of disjoint groups build ``kind``: 1, or the largest

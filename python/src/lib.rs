@@ -53,7 +53,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(mesh::torchtitan_mesh, m)?)?;
     m.add_function(wrap_pyfunction!(megatron::megatron_config, m)?)?;
     m.add_function(wrap_pyfunction!(megatron::audit, m)?)?;
-    m.add("MEGATRON_ARGS", megatron::table(m.py())?)?;
+    // Named apart from the package's `MEGATRON_ARGS` (argument -> key), a
+    // dict built from these rows: one `MEGATRON_ARGS` in Python.
+    m.add("MEGATRON_TABLE", megatron::table(m.py())?)?;
     m.add_function(wrap_pyfunction!(memory::memory_limits, m)?)?;
     Ok(())
 }

@@ -408,8 +408,8 @@ impl PyMesh {
         Ok(Some(d))
     }
 
-    /// ``rank``'s comm-split ``(color, key)`` in ``dims``: its group's
-    /// number and its place there, in O(dims).
+    /// ``rank``'s comm-split :class:`Split` ``(color, key)`` in ``dims``:
+    /// its group's number and its place there, in O(dims).
     ///
     /// >>> Mesh([("tp", 2), ("dp", 2)]).split(3, "dp")
     /// Split(color=1, key=1)
@@ -428,7 +428,8 @@ impl PyMesh {
         split_tuple(py, s)
     }
 
-    /// ``rank``'s splits in every dim set of ``dim_sets``, in one pass.
+    /// ``rank``'s :class:`Split` in every dim set of ``dim_sets``, in one
+    /// pass.
     ///
     /// >>> Mesh([("tp", 2), ("dp", 2)]).splits(3, ["tp", "dp"])
     /// [Split(color=1, key=1), Split(color=1, key=1)]
@@ -579,5 +580,13 @@ pub(crate) fn split_tuple(py: Python<'_>, s: Split) -> PyResult<Bound<'_, PyAny>
     match py.import("rank_layout").and_then(|m| m.getattr("Split")) {
         Ok(class) => class.call1(plain.cast::<PyTuple>()?),
         Err(_) => Ok(plain),
+    }
+}
+
+/// A split as [`split_tuple`] makes it, or `None`.
+pub(crate) fn split_or_none(py: Python<'_>, s: Option<Split>) -> PyResult<Bound<'_, PyAny>> {
+    match s {
+        Some(s) => split_tuple(py, s),
+        None => Ok(py.None().into_bound(py)),
     }
 }

@@ -8,13 +8,13 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyList, PyMapping, PyString, PyTuple};
 use rank_layout::{
     Bridge, BridgeKind, BridgeRole, ColocatedPlan, GroupList, Layout, Mesh, Modules, Selection,
-    Spans, Split,
+    Spans,
 };
 
 use crate::config;
 use crate::error::{OrRaise, raise};
 use crate::layout::PyLayout;
-use crate::mesh::{PyMesh, split_tuple};
+use crate::mesh::{PyMesh, split_or_none};
 use crate::value::{describe, index, string};
 
 /// The dims a module's mesh may have (the crate's module vocabulary).
@@ -293,13 +293,6 @@ fn colocated_dict<'py>(
         d.set_item("dst_cp_reduce", groups(py, g)?)?;
     }
     Ok(d)
-}
-
-fn split_or_none(py: Python<'_>, s: Option<Split>) -> PyResult<Bound<'_, PyAny>> {
-    match s {
-        Some(s) => split_tuple(py, s),
-        None => Ok(py.None().into_bound(py)),
-    }
 }
 
 fn role_dict<'py>(py: Python<'py>, r: &BridgeRole) -> PyResult<Bound<'py, PyDict>> {

@@ -19,7 +19,7 @@ def check(layout: Any, groups: dict, rank: int) -> int:
     import torch
     import torch.distributed as dist
 
-    from rank_layout.torch import _KEEP_ORDER
+    from rank_layout.torch._groups import _KEEP_ORDER
 
     inside = layout.rank_offset <= rank < layout.rank_offset + layout.world_size
     checked = 0

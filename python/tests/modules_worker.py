@@ -31,7 +31,7 @@ def ranks_of(pg: Any) -> list[int]:
 
 
 def expect_order(members: list[int]) -> list[int]:
-    from rank_layout.torch import _KEEP_ORDER
+    from rank_layout.torch._groups import _KEEP_ORDER
 
     return list(members) if _KEEP_ORDER else sorted(members)
 

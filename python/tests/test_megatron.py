@@ -180,6 +180,21 @@ def test_megatron_table_is_the_crates() -> None:
         megatron_config({"tensor_model_parallel_size": -1})
 
 
+def test_one_megatron_args() -> None:
+    """One MEGATRON_ARGS, the package's dict; the native rows it is read
+    from are MEGATRON_TABLE."""
+    import rank_layout.megatron
+    from rank_layout import MEGATRON_ARGS, MEGATRON_REFUSED, _native
+
+    assert not hasattr(_native, "MEGATRON_ARGS")
+    assert rank_layout.megatron.MEGATRON_ARGS is MEGATRON_ARGS
+    rows = _native.MEGATRON_TABLE
+    assert all(isinstance(r, tuple) and len(r) == 6 for r in rows)
+    modelled = {name: key for name, _, key, _, handling, source in rows if handling == "modelled" and source != "torchrun"}
+    assert MEGATRON_ARGS == modelled
+    assert set(MEGATRON_REFUSED) == {name for name, *_, handling, _ in rows if handling == "refused"}
+
+
 def test_weight_shards() -> None:
     from rank_layout import MEGATRON_ARGS
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rank_layout import Layout, LayoutError, Mesh, torchtitan_mesh
+from rank_layout import Layout, LayoutError, Mesh, Split, torchtitan_mesh
 
 
 def test_dims_as_pairs_lists_or_a_dict() -> None:
@@ -34,6 +34,7 @@ def test_groups_views_flattens_coordinates_and_splits() -> None:
     assert mesh.coord(13, view="expert") == {"etp": 0, "ep": 1, "edp": 1, "pp": 0}
     assert mesh.coord(7) is None and mesh.coord(24) is None
     assert mesh.split(13, "cp-dp") == (1, 2) and mesh.split(13, "cp-dp").key == 2
+    assert isinstance(mesh.split(13, "tp"), Split) and all(isinstance(s, Split) for s in mesh.splits(13, ["tp", "pp"]))
     assert mesh.splits(13, ["tp", "expert:ep"]) == [mesh.split(13, "tp"), mesh.split(13, "expert:ep")]
     assert mesh.views == [("expert", [("etp", 1), ("ep", 4), ("edp", 2), ("pp", 2)])]
     assert mesh.flattens == [("dp_cp", "cp-dp")]

@@ -24,12 +24,15 @@ Real ``torch.distributed`` process groups: :func:`rank_layout.torch.new_groups`
 (and :func:`rank_layout.torch.new_module_groups` for :class:`Modules`).
 """
 
-from __future__ import annotations
-
-from typing import Any, NamedTuple, Optional
+# No `from __future__ import annotations` (it would put the name
+# `annotations` in the package), and the typing names under private names:
+# dir(rank_layout) shows the package's own names only.
+from typing import Any as _Any
+from typing import NamedTuple as _NamedTuple
+from typing import Optional as _Optional
 
 from rank_layout._native import CONFIG_KEYS, LayoutError
-from rank_layout._native import MEGATRON_ARGS as _MEGATRON_TABLE
+from rank_layout._native import MEGATRON_TABLE as _MEGATRON_TABLE
 from rank_layout._native import Layout as _NativeLayout
 from rank_layout._native import Mesh, Modules, megatron_config, torchtitan_mesh
 
@@ -74,7 +77,7 @@ MEGATRON_REFUSED: dict[str, str] = {
 }
 
 
-class Split(NamedTuple):
+class Split(_NamedTuple):
     """A rank's comm-split pair for one kind: its group's ``color`` (the
     group's number) and its ``key`` (its place in the group)."""
 
@@ -82,17 +85,17 @@ class Split(NamedTuple):
     key: int
 
 
-class SplitRound(NamedTuple):
+class SplitRound(_NamedTuple):
     """One step of :meth:`Layout.splits`: a kind, one of its ``rounds``, and
     the rank's :class:`Split` there (``None``: in no group of this round)."""
 
     kind: str
     round: int
     rounds: int
-    split: Optional[Split]
+    split: _Optional[Split]
 
 
-def _rebuild(cls: type, config: dict[str, Any]) -> Layout:
+def _rebuild(cls: type, config: dict[str, _Any]) -> "Layout":
     """Unpickles a layout: rebuilt (and re-validated) from its configuration."""
     return cls(**config)
 
@@ -100,7 +103,7 @@ def _rebuild(cls: type, config: dict[str, Any]) -> Layout:
 def _rebuild_mesh(
     dims: list[tuple[str, int]],
     rank_offset: int,
-    rank_map: Optional[list[int]],
+    rank_map: _Optional[list[int]],
     views: list[tuple[str, list[tuple[str, int]]]],
     flattens: list[tuple[str, str]],
 ) -> Mesh:
@@ -118,17 +121,11 @@ class Layout(_NativeLayout):
     __doc__ = _NativeLayout.__doc__
     __slots__ = ()
 
-    def __reduce__(self) -> tuple[Any, ...]:
+    def __reduce__(self) -> tuple[_Any, ...]:
         """Pickles as the resolved configuration (for multiprocessing)."""
         return (_rebuild, (type(self), self.config))
 
-    def split(self, rank: Any, kind: Any, round: Any = None) -> Optional[Split]:
-        pair = super().split(rank, kind, round)
-        return None if pair is None else Split(*pair)
-
-    split.__doc__ = _NativeLayout.split.__doc__
-
-    def splits(self, rank: Any) -> list[SplitRound]:
+    def splits(self, rank: _Any) -> list[SplitRound]:
         return [
             SplitRound(kind, r, rounds, None if s is None else Split(*s))
             for kind, r, rounds, s in super().splits(rank)
@@ -137,7 +134,7 @@ class Layout(_NativeLayout):
     splits.__doc__ = _NativeLayout.splits.__doc__
 
     @classmethod
-    def from_megatron_args(cls, args: Any, **overrides: Any) -> Layout:
+    def from_megatron_args(cls, args: _Any, **overrides: _Any) -> "Layout":
         """The layout Megatron-Core builds from Megatron-LM's arguments.
 
         ``args`` is an ``argparse.Namespace`` (Megatron-LM's ``get_args()``),

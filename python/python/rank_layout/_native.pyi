@@ -1,15 +1,38 @@
 """Type stubs of rank_layout._native, the compiled half of rank_layout."""
 
-from typing import Any, Literal, Optional, Sequence, SupportsIndex, TypedDict
+from typing import Any, Literal, Optional, Sequence, SupportsIndex, TypedDict, final, type_check_only
 
 import numpy as np
 import numpy.typing as npt
 
+from rank_layout import Split
+
+# The names the module adds (PyO3 lists them in the runtime's __all__).
+__all__ = [
+    "LayoutError",
+    "Layout",
+    "CONFIG_KEYS",
+    "RankGenerator",
+    "CoreRankGenerator",
+    "Mesh",
+    "Modules",
+    "torchtitan_mesh",
+    "megatron_config",
+    "audit",
+    "MEGATRON_TABLE",
+    "_memory_limits",
+]
+
 CONFIG_KEYS: list[str]
+
+def _memory_limits() -> dict[str, Optional[int]]:
+    """The memory a process may still use, in bytes (``meminfo``,
+    ``address_space``, ``cgroup``; ``None`` where unknown): for tests."""
 
 class LayoutError(ValueError):
     """An invalid layout, or a question a layout cannot answer."""
 
+@type_check_only
 class Sizes(TypedDict):
     tp: int
     cp: int
@@ -21,6 +44,7 @@ class Sizes(TypedDict):
     gtp_remat: int
     egtp_remat: int
 
+@type_check_only
 class Config(TypedDict):
     tp: int
     cp: int
@@ -39,11 +63,13 @@ class Config(TypedDict):
     gtp_remat: int
     expert_gtp_remat: int
 
+@type_check_only
 class Membership(TypedDict):
     color: int
     key: int
     members: list[int]
 
+@type_check_only
 class Coord(TypedDict):
     tp: int
     cp: int
@@ -53,12 +79,14 @@ class Coord(TypedDict):
     etp: int
     edp: int
 
+@type_check_only
 class Pipeline(TypedDict):
     stage: int
     stages: int
     prev: list[int]
     next: list[int]
 
+@type_check_only
 class RankCard(TypedDict):
     rank: int
     part: Literal["encoder", "decoder"]
@@ -66,30 +94,34 @@ class RankCard(TypedDict):
     pipeline: Pipeline
     groups: dict[str, list[Membership]]
 
-#: (name, flag, key, meaning, handling, source) rows of the crate's table.
-MEGATRON_ARGS: list[tuple[str, str, str, str, str, str]]
+#: (name, flag, key, meaning, handling, source) rows of the crate's table
+#: of Megatron-LM's arguments (read into rank_layout.MEGATRON_ARGS and
+#: MEGATRON_REFUSED).
+MEGATRON_TABLE: list[tuple[str, str, str, str, str, str]]
 
 def megatron_config(args: object) -> dict[str, object]: ...
 def audit(layout: Layout, megatron: str) -> dict[str, Any]: ...
 
+@final
 class RankGenerator:
-    def __init__(
-        self, tp: Int, ep: Int, dp: Int, pp: Int, cp: Int, order: str, rank_offset: Optional[Int] = None
-    ) -> None: ...
+    def __new__(
+        cls, tp: _Int, ep: _Int, dp: _Int, pp: _Int, cp: _Int, order: str, rank_offset: Optional[_Int] = None
+    ) -> RankGenerator: ...
     def get_ranks(self, token: str, independent_ep: bool = False) -> list[list[int]]: ...
 
+@final
 class CoreRankGenerator:
-    def __init__(
-        self,
-        tp: Int,
-        ep: Int,
-        dp: Int,
-        pp: Int,
-        cp: Int,
+    def __new__(
+        cls,
+        tp: _Int,
+        ep: _Int,
+        dp: _Int,
+        pp: _Int,
+        cp: _Int,
         order: str,
-        rank_offset: Optional[Int] = None,
-        gtp_remat: Optional[Int] = None,
-    ) -> None: ...
+        rank_offset: Optional[_Int] = None,
+        gtp_remat: Optional[_Int] = None,
+    ) -> CoreRankGenerator: ...
     @property
     def tp(self) -> int: ...
     @property
@@ -112,31 +144,31 @@ class CoreRankGenerator:
     def ordered_size(self) -> list[int]: ...
     def get_mask(self, order: str, token: str) -> list[bool]: ...
     def get_ranks(self, token: str) -> list[list[int]]: ...
-    def get_gtp_ranks(self, gtp_remat_size: Int) -> list[list[int]]: ...
+    def get_gtp_ranks(self, gtp_remat_size: _Int) -> list[list[int]]: ...
 
-Int = SupportsIndex
-SplitStep = tuple[str, int, int, Optional[tuple[int, int]]]
+_Int = SupportsIndex
+_SplitStep = tuple[str, int, int, Optional[tuple[int, int]]]
 
 class Layout:
     def __new__(
         cls,
         *,
-        tp: Optional[Int] = 1,
-        cp: Optional[Int] = 1,
-        ep: Optional[Int] = 1,
-        dp: Optional[Int] = None,
-        pp: Optional[Int] = 1,
-        world_size: Optional[Int] = None,
+        tp: Optional[_Int] = 1,
+        cp: Optional[_Int] = 1,
+        ep: Optional[_Int] = 1,
+        dp: Optional[_Int] = None,
+        pp: Optional[_Int] = 1,
+        world_size: Optional[_Int] = None,
         order: Optional[str] = "tp-cp-ep-dp-pp",
-        rank_offset: Optional[Int] = 0,
-        encoder_tp: Optional[Int] = None,
-        encoder_pp: Optional[Int] = None,
+        rank_offset: Optional[_Int] = 0,
+        encoder_tp: Optional[_Int] = None,
+        encoder_pp: Optional[_Int] = None,
         expert_layout: Optional[Literal["nested", "folded"]] = "folded",
-        etp: Optional[Int] = None,
-        hierarchical_cp: Optional[Sequence[Int]] = None,
-        dist_opt_instances: Optional[Int] = None,
-        gtp_remat: Optional[Int] = 1,
-        expert_gtp_remat: Optional[Int] = 1,
+        etp: Optional[_Int] = None,
+        hierarchical_cp: Optional[Sequence[_Int]] = None,
+        dist_opt_instances: Optional[_Int] = None,
+        gtp_remat: Optional[_Int] = 1,
+        expert_gtp_remat: Optional[_Int] = 1,
     ) -> "Layout": ...
     @property
     def kinds(self) -> list[str]: ...
@@ -156,39 +188,35 @@ class Layout:
     def config(self) -> Config: ...
     def groups(self, kind: str) -> list[list[int]]: ...
     def groups_array(self, kind: str) -> npt.NDArray[np.uint32]: ...
-    def group(self, kind: str, index: Int) -> list[int]: ...
-    def rank(self, rank: Int) -> RankCard: ...
-    def memberships(self, rank: Int, kind: str) -> list[Membership]: ...
-    def split(
-        self, rank: Int, kind: str, round: Optional[Int] = None
-    ) -> Optional[tuple[int, int]]: ...
+    def group(self, kind: str, index: _Int) -> list[int]: ...
+    def rank(self, rank: _Int) -> RankCard: ...
+    def memberships(self, rank: _Int, kind: str) -> list[Membership]: ...
+    def split(self, rank: _Int, kind: str, round: Optional[_Int] = None) -> Optional[Split]: ...
     def split_rounds(self, kind: str) -> int: ...
     def mesh(self) -> Mesh: ...
     def groups_arrays(self, kinds: Optional[Sequence[str]] = None) -> dict[str, npt.NDArray[np.uint32]]: ...
-    def splits(self, rank: Int) -> list[SplitStep]: ...
-    def pipeline_next(self, rank: Int) -> list[int]: ...
-    def pipeline_prev(self, rank: Int) -> list[int]: ...
-    def is_first_stage(self, rank: Int) -> bool: ...
-    def is_last_stage(self, rank: Int) -> bool: ...
-    def is_embedding_rank(self, rank: Int) -> bool: ...
-    def is_position_embedding_rank(self, rank: Int) -> bool: ...
-    def __eq__(self, other: object) -> bool: ...
+    def splits(self, rank: _Int) -> list[_SplitStep]: ...
+    def pipeline_next(self, rank: _Int) -> list[int]: ...
+    def pipeline_prev(self, rank: _Int) -> list[int]: ...
+    def is_first_stage(self, rank: _Int) -> bool: ...
+    def is_last_stage(self, rank: _Int) -> bool: ...
+    def is_embedding_rank(self, rank: _Int) -> bool: ...
+    def is_position_embedding_rank(self, rank: _Int) -> bool: ...
+    def __eq__(self, other: object, /) -> bool: ...
     def __hash__(self) -> int: ...
 
-__all__ = ["CONFIG_KEYS", "Layout", "LayoutError"]
-
 class Mesh:
-    def __init__(
-        self,
-        dims: Sequence[tuple[str, Int]] | dict[str, Int],
+    def __new__(
+        cls,
+        dims: Sequence[tuple[str, _Int]] | dict[str, _Int],
         *,
-        rank_offset: Optional[Int] = None,
-        rank_map: Optional[Sequence[Int]] = None,
-    ) -> None: ...
+        rank_offset: Optional[_Int] = None,
+        rank_map: Optional[Sequence[_Int]] = None,
+    ) -> Mesh: ...
     @staticmethod
-    def from_device_mesh(shape: Sequence[Int], names: Sequence[str], *, rank_offset: Optional[Int] = None) -> Mesh: ...
+    def from_device_mesh(shape: Sequence[_Int], names: Sequence[str], *, rank_offset: Optional[_Int] = None) -> Mesh: ...
     @staticmethod
-    def from_hyper_comm_grid(shape: Sequence[Int], dim_names: Sequence[str], rank_offset: Optional[Int] = None) -> Mesh: ...
+    def from_hyper_comm_grid(shape: Sequence[_Int], dim_names: Sequence[str], rank_offset: Optional[_Int] = None) -> Mesh: ...
     @property
     def dims(self) -> list[tuple[str, int]]: ...
     @property
@@ -201,37 +229,38 @@ class Mesh:
     def rank_offset(self) -> int: ...
     @property
     def rank_map(self) -> Optional[list[int]]: ...
-    def view(self, name: str, dims: Sequence[tuple[str, Int]] | dict[str, Int], shared: Optional[Sequence[str]] = None) -> Mesh: ...
+    def view(self, name: str, dims: Sequence[tuple[str, _Int]] | dict[str, _Int], shared: Optional[Sequence[str]] = None) -> Mesh: ...
     def flatten(self, name: str, dims: str | Sequence[str], view: Optional[str] = None) -> Mesh: ...
     def groups(self, dims: str | Sequence[str], view: Optional[str] = None) -> list[list[int]]: ...
     def groups_array(self, dims: str | Sequence[str], view: Optional[str] = None) -> npt.NDArray[np.uint32]: ...
-    def coord(self, rank: Int, view: Optional[str] = None) -> Optional[dict[str, int]]: ...
-    def split(self, rank: Int, dims: str | Sequence[str], view: Optional[str] = None) -> tuple[int, int]: ...
-    def splits(self, rank: Int, dim_sets: Sequence[str]) -> list[tuple[int, int]]: ...
+    def coord(self, rank: _Int, view: Optional[str] = None) -> Optional[dict[str, int]]: ...
+    def split(self, rank: _Int, dims: str | Sequence[str], view: Optional[str] = None) -> Split: ...
+    def splits(self, rank: _Int, dim_sets: Sequence[str]) -> list[Split]: ...
 
 def torchtitan_mesh(
     *,
-    dp_replicate: Optional[Int] = None,
-    dp_shard: Optional[Int] = None,
-    cp: Optional[Int] = None,
-    tp: Optional[Int] = None,
-    pp: Optional[Int] = None,
-    ep: Optional[Int] = None,
-    world_size: Int,
+    dp_replicate: Optional[_Int] = None,
+    dp_shard: Optional[_Int] = None,
+    cp: Optional[_Int] = None,
+    tp: Optional[_Int] = None,
+    pp: Optional[_Int] = None,
+    ep: Optional[_Int] = None,
+    world_size: _Int,
     spmd_backend: Optional[str] = None,
 ) -> Mesh: ...
 
+@final
 class Modules:
     """Named modules (each a mesh of tp, gtp, cp, dp and pp) on consecutive
     rank spans or all on the same ranks (``colocated``), joined by the edges
     of a DAG, with each edge's bridge plan (Megatron-Core's MIMO)."""
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         modules: Sequence[tuple[str, Mesh | Layout | dict[str, object]]] | dict[str, Mesh | Layout | dict[str, object]],
         edges: Sequence[tuple[str, str]] | dict[str, Sequence[str]] | None = (),
         colocated: bool = False,
-    ) -> None:
+    ) -> Modules:
         """``modules``: ``(name, mesh)`` pairs in declaration order, each mesh
         a Mesh, a Layout or a dict of Layout keywords. ``edges``: ``(src,
         dst)`` pairs, or a topology dict in which every module is a key."""
@@ -262,35 +291,35 @@ class Modules:
         """Every edge's bridge plan, keyed by ``(src, dst)``, in ``edges`` order."""
     def module(self, name: str) -> Mesh:
         """Module ``name``'s mesh, at its own rank offset."""
-    def module_of(self, rank: Int) -> str:
+    def module_of(self, rank: _Int) -> str:
         """The first module ``rank`` belongs to."""
-    def modules_of(self, rank: Int) -> list[str]:
+    def modules_of(self, rank: _Int) -> list[str]:
         """Every module ``rank`` belongs to, in declaration order."""
-    def stage(self, rank: Int) -> int:
+    def stage(self, rank: _Int) -> int:
         """``rank``'s global pipeline stage in its first module."""
-    def stage_in(self, rank: Int, name: str) -> int:
+    def stage_in(self, rank: _Int, name: str) -> int:
         """``rank``'s global pipeline stage in module ``name``."""
     def first_stage(self, name: str) -> int:
         """Module ``name``'s first stage: the longest path into it."""
-    def bridge_kinds(self, src: str, dst: str) -> list[BridgeKindName]:
+    def bridge_kinds(self, src: str, dst: str) -> list[_BridgeKindName]:
         """The communicator kinds the edge ``src -> dst`` needs."""
-    def bridge_split(self, rank: Int, src: str, dst: str, kind: BridgeKindName) -> Optional[tuple[int, int]]:
-        """``rank``'s Split in the ``kind`` groups of the edge, or None."""
-    def bridge_members(self, rank: Int, src: str, dst: str, kind: BridgeKindName) -> Optional[list[int]]:
+    def bridge_split(self, rank: _Int, src: str, dst: str, kind: _BridgeKindName) -> Optional[Split]:
+        """``rank``'s :class:`Split` in the ``kind`` groups of the edge, or None."""
+    def bridge_members(self, rank: _Int, src: str, dst: str, kind: _BridgeKindName) -> Optional[list[int]]:
         """The members of ``rank``'s ``kind`` group of the edge, in key order, or None."""
-    def role(self, rank: Int, src: str, dst: str) -> BridgeRole:
+    def role(self, rank: _Int, src: str, dst: str) -> BridgeRole:
         """``rank``'s role on the edge ``src -> dst``."""
-    def roles(self, rank: Int) -> list[BridgeRole]:
+    def roles(self, rank: _Int) -> list[BridgeRole]:
         """``rank``'s role on every edge, in ``edges`` order."""
-    def split(self, rank: Int, dims: str | Sequence[str], round: Optional[Int] = None) -> Optional[tuple[int, int]]:
-        """``rank``'s Split in the groups of ``dims`` in round ``round``, or None."""
-    def members(self, rank: Int, dims: str | Sequence[str], round: Optional[Int] = None) -> Optional[list[int]]:
+    def split(self, rank: _Int, dims: str | Sequence[str], round: Optional[_Int] = None) -> Optional[Split]:
+        """``rank``'s :class:`Split` in the groups of ``dims`` in round ``round``, or None."""
+    def members(self, rank: _Int, dims: str | Sequence[str], round: Optional[_Int] = None) -> Optional[list[int]]:
         """The members of ``rank``'s group of ``dims`` in round ``round``, in key order, or None."""
     def __len__(self) -> int: ...
-    def __eq__(self, other: object) -> bool: ...
+    def __eq__(self, other: object, /) -> bool: ...
     def __hash__(self) -> int: ...
 
-BridgeKindName = Literal[
+_BridgeKindName = Literal[
     "bridge",
     "src_broadcast",
     "dst_broadcast",
@@ -301,6 +330,7 @@ BridgeKindName = Literal[
     "colocated_cp_reduce",
 ]
 
+@type_check_only
 class _ColocatedPlanBase(TypedDict):
     mode: Literal["collective", "p2p"]
     direction: Literal["fan_in", "fan_out", "equal"]
@@ -309,10 +339,12 @@ class _ColocatedPlanBase(TypedDict):
     slots: list[int]
     reason: Optional[str]
 
+@type_check_only
 class ColocatedPlan(_ColocatedPlanBase, total=False):
     src_cp_gather: list[list[int]]
     dst_cp_reduce: list[list[int]]
 
+@type_check_only
 class _BridgePlanBase(TypedDict):
     src_leaders: list[int]
     dst_leaders: list[int]
@@ -321,11 +353,13 @@ class _BridgePlanBase(TypedDict):
     dst_broadcast: list[list[int]]
     bridge_group: list[int]
 
+@type_check_only
 class BridgePlan(_BridgePlanBase, total=False):
     dst_cp_reduce: list[list[int]]
     src_cp_gather: list[list[int]]
     colocated: ColocatedPlan
 
+@type_check_only
 class BridgeRole(TypedDict):
     src: str
     dst: str
@@ -334,4 +368,4 @@ class BridgeRole(TypedDict):
     sends_to: list[int]
     receives_from: list[int]
     slot: Optional[int]
-    splits: dict[str, Optional[tuple[int, int]]]
+    splits: dict[str, Optional[Split]]

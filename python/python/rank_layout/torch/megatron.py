@@ -61,7 +61,7 @@ import numpy as np
 import torch.distributed as dist
 
 from rank_layout import Layout, LayoutError
-from rank_layout.torch import GroupSpec, build_groups
+from rank_layout.torch._groups import GroupSpec, build_groups
 
 __all__ = [
     "initialize_model_parallel",

@@ -36,6 +36,7 @@ from typing import Any, Optional, Sequence, Union
 import torch.distributed as dist
 
 from rank_layout import LayoutError, Modules
+from rank_layout.torch._groups import GroupSpec, _new_group
 
 __all__ = ["ModuleGroups", "new_module_groups"]
 
@@ -133,8 +134,6 @@ def new_module_groups(
     group is made, for modules that do not fit the default group, a dim set
     no module has, or a backend or options dict naming something not built.
     """
-    from rank_layout.torch import GroupSpec, _new_group
-
     if not isinstance(modules, Modules):
         raise LayoutError(f"modules must be a rank_layout.Modules, got {type(modules).__name__}")
     specs = list(dict.fromkeys(_spec(d) for d in ([dims] if isinstance(dims, str) else dims)))
