@@ -40,6 +40,15 @@
 //!   GPUs per node, 18 nodes per domain) from rank offset 5.
 //!
 //! Every closure checks its result.
+// Benchmark code: the workspace's lints on unwrap, expect, panic and indexing do not apply.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
+// `criterion_group!` defines an undocumented public function.
+#![allow(missing_docs)]
 
 use std::hint::black_box;
 use std::time::Duration;

@@ -3,6 +3,13 @@
 //! orders, offsets): `Groups::fill` (fresh and partly consumed iterators),
 //! `Groups::table`, `Layout::splits` and `Layout::splits_of`; and `Group`
 //! equality by members.
+// Test code: the workspace's lints on unwrap, expect, panic and indexing do not apply.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 mod common;
 

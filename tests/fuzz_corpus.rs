@@ -3,6 +3,13 @@
 //! keeps every input the fuzzers found a bug with as a named regression
 //! test. See `fuzz/README.md`.
 #![cfg(feature = "serde")]
+// Test code: the workspace's lints on unwrap, expect, panic and indexing do not apply.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 #[path = "../fuzz/src/entries.rs"]
 mod entries;

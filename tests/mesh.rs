@@ -3,6 +3,13 @@
 //! table and per-rank answers agree with the enumeration, a view's shared
 //! dims are accepted exactly when their groups are equal, rank maps move
 //! ranks and nothing else, and a layout's kinds are its mesh's dim sets.
+// Test code: the workspace's lints on unwrap, expect, panic and indexing do not apply.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 use proptest::prelude::*;
 use rank_layout::{Config, Error, ExpertLayout, Kind, Layout, Mesh, MeshSpec, Split};

@@ -1,6 +1,13 @@
 //! Serialization: configurations round-trip, layouts re-validate on the way
 //! in, unknown keys are rejected, text-like types go through their names.
 #![cfg(feature = "serde")]
+// Test code: the workspace's lints on unwrap, expect, panic and indexing do not apply.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 use rank_layout::{Config, ExpertLayout, Kind, Layout, Order};
 

@@ -1,6 +1,13 @@
 //! Where groups fall on nodes and domains: hand-checked cases, and
 //! `Layout::spread` against a brute-force count over the enumerated groups
 //! for random layouts, offsets and node sizes.
+// Test code: the workspace's lints on unwrap, expect, panic and indexing do not apply.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 mod common;
 

@@ -4,15 +4,5 @@
 //! ([`config_file`]): text in, keys and values out, before any key is
 //! judged. The binary (`src/main.rs`) does everything else.
 #![forbid(unsafe_code)]
-#![deny(missing_docs)]
-#![cfg_attr(
-    not(test),
-    deny(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )
-)]
 
 pub mod config_file;
