@@ -1,12 +1,8 @@
 //! Every invalid configuration (docs/semantics.md, section 6) is a typed error whose
 //! message names the offending values.
-// Test code: the workspace's lints on unwrap, expect, panic and indexing do not apply.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
+// Test code may unwrap, expect, panic and index: the workspace's clippy
+// restriction lints (Cargo.toml) are for the library and the command.
+#![allow(clippy::restriction)]
 
 use rank_layout::{Config, DistOptProblem, Error, ExpertLayout, Kind, Layout, Order};
 

@@ -3,13 +3,9 @@
 //! orders, offsets): `Groups::fill` (fresh and partly consumed iterators),
 //! `Groups::table`, `Layout::splits` and `Layout::splits_of`; and `Group`
 //! equality by members.
-// Test code: the workspace's lints on unwrap, expect, panic and indexing do not apply.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
+// Test code may unwrap, expect, panic and index: the workspace's clippy
+// restriction lints (Cargo.toml) are for the library and the command.
+#![allow(clippy::restriction)]
 
 mod common;
 

@@ -3,13 +3,9 @@
 //! keeps every input the fuzzers found a bug with as a named regression
 //! test. See `fuzz/README.md`.
 #![cfg(feature = "serde")]
-// Test code: the workspace's lints on unwrap, expect, panic and indexing do not apply.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
+// Test code may unwrap, expect, panic and index: the workspace's clippy
+// restriction lints (Cargo.toml) are for the library and the command.
+#![allow(clippy::restriction)]
 
 #[path = "../fuzz/src/entries/mod.rs"]
 mod entries;

@@ -2,13 +2,9 @@
 //! own plans where it is right (`tests/data/megatron/bridges.json`, its
 //! output), the coordinate-correct plan where it is wrong or refuses, and
 //! the bridge properties on random module pairs.
-// Test code: the workspace's lints on unwrap, expect, panic and indexing do not apply.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
+// Test code may unwrap, expect, panic and index: the workspace's clippy
+// restriction lints (Cargo.toml) are for the library and the command.
+#![allow(clippy::restriction)]
 
 use std::collections::{BTreeMap, BTreeSet};
 

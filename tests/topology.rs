@@ -1,13 +1,9 @@
 //! Where groups fall on nodes and domains: hand-checked cases, and
 //! `Layout::spread` against a brute-force count over the enumerated groups
 //! for random layouts, offsets and node sizes.
-// Test code: the workspace's lints on unwrap, expect, panic and indexing do not apply.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
+// Test code may unwrap, expect, panic and index: the workspace's clippy
+// restriction lints (Cargo.toml) are for the library and the command.
+#![allow(clippy::restriction)]
 
 mod common;
 

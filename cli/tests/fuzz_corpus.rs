@@ -2,13 +2,9 @@
 //! (`fuzz/corpus/cli_config/`) through the `cli_config` target's entry
 //! function, so CI checks it without a fuzzer; the library's targets are
 //! replayed by the library's `tests/fuzz_corpus.rs`. See `fuzz/README.md`.
-// Test code: the workspace's lints on unwrap, expect, panic and indexing do not apply.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
+// Test code may unwrap, expect, panic and index: the workspace's clippy
+// restriction lints (Cargo.toml) are for the library and the command.
+#![allow(clippy::restriction)]
 
 #[path = "../../fuzz/src/cli_config.rs"]
 mod cli_config;

@@ -1,13 +1,9 @@
 //! What goes in: JSON and TOML configuration files with the same keys as
 //! the flags, Megatron-LM's flag names, and the nearest valid world sizes
 //! of a divisibility error.
-// Test code: the workspace's lints on unwrap, expect, panic and indexing do not apply.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
+// Test code may unwrap, expect, panic and index: the workspace's clippy
+// restriction lints (Cargo.toml) are for the library and the command.
+#![allow(clippy::restriction)]
 
 mod common;
 

@@ -8,13 +8,9 @@
 //! imports another (only `suggest` may use `check`); and the planner is
 //! layered: `report/suggest` stands on `report/check`, which stands on
 //! `ranking`, which stands on `spread`, which stands on `target`.
-// Test code: the workspace's lints on unwrap, expect, panic and indexing do not apply.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
+// Test code may unwrap, expect, panic and index: the workspace's clippy
+// restriction lints (Cargo.toml) are for the library and the command.
+#![allow(clippy::restriction)]
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};

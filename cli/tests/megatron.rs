@@ -3,13 +3,9 @@
 //! keys of JSON and TOML files give the same layout, and it is the layout
 //! the library (and so Python's `Layout.from_megatron_args`) builds from
 //! the same arguments through its one table.
-// Test code: the workspace's lints on unwrap, expect, panic and indexing do not apply.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing
-)]
+// Test code may unwrap, expect, panic and index: the workspace's clippy
+// restriction lints (Cargo.toml) are for the library and the command.
+#![allow(clippy::restriction)]
 
 mod common;
 
