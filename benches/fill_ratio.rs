@@ -9,6 +9,9 @@
 //! over before anything is timed ([`warm`]), and each case then prints the
 //! median ratio of many alternating pairs beside the best of three.
 //! `cargo bench --bench fill_ratio`.
+// Benchmark code may unwrap, expect, panic and index: the workspace's clippy
+// restriction lints (Cargo.toml) are for the library and the command.
+#![allow(clippy::restriction)]
 
 use std::hint::black_box;
 use std::time::Instant;

@@ -1,6 +1,9 @@
 //! The 1.0 API's promises: every kind prints and parses back (text and
 //! serde), "off" has one spelling, layouts compare by resolved content, and
 //! the main types can cross threads.
+// Test code may unwrap, expect, panic and index: the workspace's clippy
+// restriction lints (Cargo.toml) are for the library and the command.
+#![allow(clippy::restriction)]
 
 use proptest::prelude::*;
 use rank_layout::{Axis, AxisSet, Config, Error, Groups, Kind, Layout};

@@ -4,6 +4,9 @@
 //! (`tests/data/megatron/encoder_joins.json`), its counts are an
 //! independent classification of that output, and small cases are checked
 //! by hand.
+// Test code may unwrap, expect, panic and index: the workspace's clippy
+// restriction lints (Cargo.toml) are for the library and the command.
+#![allow(clippy::restriction)]
 
 use std::collections::HashSet;
 

@@ -2,6 +2,9 @@
 //! brute-force check of the definition on the groups themselves (built by
 //! the independent reference in `tests/common`), for every folded layout of
 //! up to 16 ranks in every order, and for random larger ones.
+// Test code may unwrap, expect, panic and index: the workspace's clippy
+// restriction lints (Cargo.toml) are for the library and the command.
+#![allow(clippy::restriction)]
 
 mod common;
 

@@ -1,5 +1,8 @@
 //! Every invalid configuration (docs/semantics.md, section 6) is a typed error whose
 //! message names the offending values.
+// Test code may unwrap, expect, panic and index: the workspace's clippy
+// restriction lints (Cargo.toml) are for the library and the command.
+#![allow(clippy::restriction)]
 
 use rank_layout::{Config, DistOptProblem, Error, ExpertLayout, Kind, Layout, Order};
 

@@ -3,6 +3,9 @@
 //! orders, offsets): `Groups::fill` (fresh and partly consumed iterators),
 //! `Groups::table`, `Layout::splits` and `Layout::splits_of`; and `Group`
 //! equality by members.
+// Test code may unwrap, expect, panic and index: the workspace's clippy
+// restriction lints (Cargo.toml) are for the library and the command.
+#![allow(clippy::restriction)]
 
 mod common;
 

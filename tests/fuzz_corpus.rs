@@ -3,73 +3,57 @@
 //! keeps every input the fuzzers found a bug with as a named regression
 //! test. See `fuzz/README.md`.
 #![cfg(feature = "serde")]
+// Test code may unwrap, expect, panic and index: the workspace's clippy
+// restriction lints (Cargo.toml) are for the library and the command.
+#![allow(clippy::restriction)]
 
-#[path = "../fuzz/src/entries.rs"]
+#[path = "../fuzz/src/entries/mod.rs"]
 mod entries;
+#[path = "../fuzz/src/replay.rs"]
+mod replay;
 
 use std::alloc::{GlobalAlloc, Layout as Allocation, System};
 use std::cell::Cell;
-use std::path::Path;
 
 use rank_layout::{Config, ExpertLayout, Kind, Layout, Split};
+use replay::replay;
 
-/// Every file of `fuzz/corpus/<target>/` through `entry`; fails when the
-/// directory is missing or empty, so the test cannot pass vacuously.
-fn replay(target: &str, entry: fn(&[u8])) {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fuzz/corpus")
-        .join(target);
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("corpus {}: {e}", dir.display()))
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| path.is_file())
-        .collect();
-    files.sort();
-    assert!(!files.is_empty(), "corpus {} is empty", dir.display());
-    for path in &files {
-        let data = std::fs::read(path).unwrap();
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        if let Err(panic) = std::panic::catch_unwind(|| entry(&data)) {
-            eprintln!("{target}: corpus file {name} ({} bytes) failed", data.len());
-            std::panic::resume_unwind(panic);
-        }
-    }
-    eprintln!("{target}: {} corpus files replayed", files.len());
-}
+/// The fuzz seed corpus, a directory per target.
+const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fuzz/corpus");
 
 #[test]
 fn corpus_order() {
-    replay("order", entries::order);
+    replay(CORPUS, "order", entries::order);
 }
 
 #[test]
 fn corpus_kind() {
-    replay("kind", entries::kind);
+    replay(CORPUS, "kind", entries::kind);
 }
 
 #[test]
 fn corpus_json_config() {
-    replay("json_config", entries::json_config);
+    replay(CORPUS, "json_config", entries::json_config);
 }
 
 #[test]
 fn corpus_layout() {
-    replay("layout", entries::layout);
+    replay(CORPUS, "layout", entries::layout);
 }
 
 #[test]
 fn corpus_mesh_spec() {
-    replay("mesh_spec", entries::mesh_spec);
+    replay(CORPUS, "mesh_spec", entries::mesh_spec);
 }
 
 #[test]
 fn corpus_megatron_args() {
-    replay("megatron_args", entries::megatron_args);
+    replay(CORPUS, "megatron_args", entries::megatron_args);
 }
 
 #[test]
 fn corpus_modules_file() {
-    replay("modules_file", entries::modules_file);
+    replay(CORPUS, "modules_file", entries::modules_file);
 }
 
 // Regression tests: one per bug the fuzzers found, with the minimized input.

@@ -3,6 +3,9 @@
 //! table and per-rank answers agree with the enumeration, a view's shared
 //! dims are accepted exactly when their groups are equal, rank maps move
 //! ranks and nothing else, and a layout's kinds are its mesh's dim sets.
+// Test code may unwrap, expect, panic and index: the workspace's clippy
+// restriction lints (Cargo.toml) are for the library and the command.
+#![allow(clippy::restriction)]
 
 use proptest::prelude::*;
 use rank_layout::{Config, Error, ExpertLayout, Kind, Layout, Mesh, MeshSpec, Split};

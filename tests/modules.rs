@@ -2,6 +2,9 @@
 //! own plans where it is right (`tests/data/megatron/bridges.json`, its
 //! output), the coordinate-correct plan where it is wrong or refuses, and
 //! the bridge properties on random module pairs.
+// Test code may unwrap, expect, panic and index: the workspace's clippy
+// restriction lints (Cargo.toml) are for the library and the command.
+#![allow(clippy::restriction)]
 
 use std::collections::{BTreeMap, BTreeSet};
 

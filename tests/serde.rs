@@ -1,6 +1,9 @@
 //! Serialization: configurations round-trip, layouts re-validate on the way
 //! in, unknown keys are rejected, text-like types go through their names.
 #![cfg(feature = "serde")]
+// Test code may unwrap, expect, panic and index: the workspace's clippy
+// restriction lints (Cargo.toml) are for the library and the command.
+#![allow(clippy::restriction)]
 
 use rank_layout::{Config, ExpertLayout, Kind, Layout, Order};
 

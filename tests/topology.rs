@@ -1,6 +1,9 @@
 //! Where groups fall on nodes and domains: hand-checked cases, and
 //! `Layout::spread` against a brute-force count over the enumerated groups
 //! for random layouts, offsets and node sizes.
+// Test code may unwrap, expect, panic and index: the workspace's clippy
+// restriction lints (Cargo.toml) are for the library and the command.
+#![allow(clippy::restriction)]
 
 mod common;
 

@@ -4,16 +4,6 @@
 //! in, keys and values out, before any key is judged) and the host table's
 //! ([`hosts_file`]). The binary (`src/main.rs`) does everything else.
 #![forbid(unsafe_code)]
-#![deny(missing_docs)]
-#![cfg_attr(
-    not(test),
-    deny(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )
-)]
 
 pub mod config_file;
 pub mod hosts_file;

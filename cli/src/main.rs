@@ -24,16 +24,6 @@
 //! on [`target`]. `tests/layering.rs` checks this, and that no files
 //! import each other in a circle of more than two.
 #![forbid(unsafe_code)]
-#![deny(missing_docs)]
-#![cfg_attr(
-    not(test),
-    deny(
-        clippy::unwrap_used,
-        clippy::expect_used,
-        clippy::panic,
-        clippy::indexing_slicing
-    )
-)]
 
 mod args;
 mod commands;

@@ -1,5 +1,8 @@
 //! The `rank-layout` binary: the shape of its JSON, table output, `--config`
 //! files, and exit status 2 with a message on stderr for bad input.
+// Test code may unwrap, expect, panic and index: the workspace's clippy
+// restriction lints (Cargo.toml) are for the library and the command.
+#![allow(clippy::restriction)]
 
 use std::process::{Command, Output};
 

@@ -2,39 +2,23 @@
 //! (`fuzz/corpus/cli_config/`) through the `cli_config` target's entry
 //! function, so CI checks it without a fuzzer; the library's targets are
 //! replayed by the library's `tests/fuzz_corpus.rs`. See `fuzz/README.md`.
+// Test code may unwrap, expect, panic and index: the workspace's clippy
+// restriction lints (Cargo.toml) are for the library and the command.
+#![allow(clippy::restriction)]
 
 #[path = "../../fuzz/src/cli_config.rs"]
 mod cli_config;
+#[path = "../../fuzz/src/replay.rs"]
+mod replay;
 
-use std::path::Path;
+use replay::replay;
 
-/// Every file of `fuzz/corpus/<target>/` through `entry`; fails when the
-/// directory is missing or empty, so the test cannot pass vacuously.
-fn replay(target: &str, entry: fn(&[u8])) {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../fuzz/corpus")
-        .join(target);
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("corpus {}: {e}", dir.display()))
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| path.is_file())
-        .collect();
-    files.sort();
-    assert!(!files.is_empty(), "corpus {} is empty", dir.display());
-    for path in &files {
-        let data = std::fs::read(path).unwrap();
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        if let Err(panic) = std::panic::catch_unwind(|| entry(&data)) {
-            eprintln!("{target}: corpus file {name} ({} bytes) failed", data.len());
-            std::panic::resume_unwind(panic);
-        }
-    }
-    eprintln!("{target}: {} corpus files replayed", files.len());
-}
+/// The fuzz seed corpus, a directory per target.
+const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../fuzz/corpus");
 
 #[test]
 fn corpus_cli_config() {
-    replay("cli_config", cli_config::cli_config);
+    replay(CORPUS, "cli_config", cli_config::cli_config);
 }
 
 // Regression tests: one per bug, with the input.

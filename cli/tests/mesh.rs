@@ -2,6 +2,9 @@
 //! `--flatten` and the same keys in JSON and TOML files, with every
 //! command; the answers are the library's `Mesh`, computed here from the
 //! same specification.
+// Test code may unwrap, expect, panic and index: the workspace's clippy
+// restriction lints (Cargo.toml) are for the library and the command.
+#![allow(clippy::restriction)]
 
 mod common;
 

@@ -2,7 +2,7 @@
 //! (`rank_layout_cli::config_file`, what `rank-layout --config FILE`
 //! reads before judging any key).
 //!
-//! It lives apart from `entries.rs` because it needs the CLI package, which
+//! It lives apart from `entries/` because it needs the CLI package, which
 //! the library's replay test (`tests/fuzz_corpus.rs`) cannot depend on: the
 //! CLI package's own test `cli/tests/fuzz_corpus.rs` includes this file as
 //! a module and replays `corpus/cli_config/` through it.

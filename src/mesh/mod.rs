@@ -42,7 +42,7 @@ pub use torchtitan::torchtitan_mesh;
 use crate::coord::Part;
 use crate::error::{Error, Result};
 use crate::group::RankMap;
-use crate::plan::boxes::Boxes;
+use crate::plan::boxes::{Boxes, dot};
 use crate::plan::groups::Groups;
 use crate::plan::spread::{Spread, spread};
 use crate::plan::view::{GridId, View};
@@ -624,7 +624,7 @@ impl Mesh {
     pub fn split_selected(&self, rank: u32, selection: Selection) -> Result<Split> {
         let factors = self.checked_factors(selection)?;
         let coords = factors.decode(self.position(rank)?);
-        Ok(splits::dot(&coords, &factors.weights(selection.mask)))
+        Ok(dot(&coords, &factors.weights(selection.mask)))
     }
 
     /// `rank`'s split in a selection of this mesh.

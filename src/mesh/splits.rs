@@ -5,21 +5,8 @@ use std::iter::FusedIterator;
 use crate::error::Result;
 use crate::mesh::factors::{DimCoords, MAX_DIMS};
 use crate::mesh::{Mesh, Selection};
+use crate::plan::boxes::dot;
 use crate::split::Split;
-
-/// The group number and position of a rank at `coords`: one dot product
-/// with packed weights (index in the high 32 bits, key in the low ones; the
-/// key's partial sums stay below 2^32, so they never carry into the index).
-#[inline]
-pub(crate) fn dot(coords: &DimCoords, weights: &[u64; MAX_DIMS]) -> Split {
-    let packed = coords.iter().zip(weights).fold(0u64, |acc, (c, w)| {
-        acc.wrapping_add(u64::from(*c).wrapping_mul(*w))
-    });
-    Split {
-        color: (packed >> 32) as u32,
-        key: packed as u32,
-    }
-}
 
 /// One dim set to answer: which factorisation (0 the mesh, `1 + v` view
 /// `v`) and the weights of its coordinates.

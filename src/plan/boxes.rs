@@ -87,11 +87,15 @@ fn cut_at(terms: &[Term], cut: u32) -> Option<(Terms, Terms)> {
 pub(crate) type Weights = [u64; MAX_AXES];
 
 /// The group index and key of the rank at `coords`: one dot product with
-/// packed weights. Every partial sum of key terms is at most the key, below
-/// 2^32, so the low half never carries into the high half; the high half is
-/// the index modulo 2^32, which is the index.
+/// packed weights (index in the high 32 bits, key in the low ones). Every
+/// partial sum of key terms is at most the key, below 2^32, so the low half
+/// never carries into the high half; the high half is the index modulo
+/// 2^32, which is the index.
+///
+/// `N` is the number of coordinates: a grid's axes ([`Coords`]) or a mesh's
+/// dims.
 #[inline]
-pub(crate) fn dot(coords: &Coords, weights: &Weights) -> Split {
+pub(crate) fn dot<const N: usize>(coords: &[u32; N], weights: &[u64; N]) -> Split {
     let packed = coords.iter().zip(weights).fold(0u64, |acc, (c, w)| {
         acc.wrapping_add(u64::from(*c).wrapping_mul(*w))
     });

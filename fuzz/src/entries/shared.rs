@@ -1,21 +1,8 @@
-//! The fuzz entry points of rank-layout, one per cargo-fuzz target.
-//!
-//! Each `pub fn` takes arbitrary bytes, drives the public API with them and
-//! panics on a wrong answer, not only on a crash: the library must never
-//! panic, and what it answers must agree with itself (per-rank answers with
-//! the enumeration, `fill` with iterating, splits with memberships, ...).
-//!
-//! The same file is the library of the fuzz crate (`fuzz/`, used by the
-//! targets in `fuzz/fuzz_targets/`) and a module of the replay test
-//! `tests/fuzz_corpus.rs`, which runs the committed seed corpus through
-//! these functions without a fuzzer. The bytes are decoded by hand, so the
-//! test needs no dependency beyond the main crate's (`serde_json`).
-//!
-//! Every input's work is bounded: nothing iterates a group, a kind or a
-//! world larger than the limits below, whatever the sizes decoded.
+//! What several targets share: the limits on each input's work, the
+//! decoder of the fuzzer's bytes ([`Input`]) and the checks of a built
+//! layout ([`check_layout`] and the per-kind and per-rank checks under it).
 
 use std::collections::BTreeMap;
-use std::sync::OnceLock;
 
 use rank_layout::{
     Axis, AxisSet, Config, Coord, Error, ExpertLayout, Group, Groups, Kind, Layout, Membership,
@@ -25,218 +12,37 @@ use rank_layout::{
 /// Worlds up to this size get one kind (chosen by the input) checked as a
 /// whole: `fill` against iterating, coverage of the world, the split rounds
 /// rebuilding the groups.
-const SMALL_WORLD: u32 = 4096;
+pub(super) const SMALL_WORLD: u32 = 4096;
+
 /// Worlds up to this size get every kind checked as a whole.
 const WHOLE_WORLD: u32 = 64;
+
 /// Worlds up to this size also get `table`, reversed iteration and
 /// `spread` against counting.
 const SMALLER_WORLD: u32 = 1024;
+
 /// Worlds up to this size are checked rank by rank against the enumeration.
 const TINY_WORLD: u32 = 16;
+
 /// Kinds with at most this many ranks times rounds are rebuilt from every
 /// rank's `split_in_round`, as `MPI_Comm_split` would.
 const SWEEP: u64 = 512;
+
 /// Kinds with more split rounds than this get sampled rounds only (a rank of
 /// such a kind can be in that many groups).
 const MAX_ROUNDS: u32 = 64;
+
 /// Groups longer than this are sampled, not iterated.
 const MAX_LEN: usize = 1024;
+
 /// Groups longer than this are compared by samples, not member by member.
 const EQ_LEN: usize = 64;
+
 /// At most this many steps of a rank's `splits` are compared one by one.
 const MAX_STEPS: usize = 512;
 
-/// `Order` parser: `FromStr` on the bytes as text (lossy UTF-8).
-///
-/// An accepted order shows as the lowercased input, parses back to itself,
-/// has distinct written axes and lists all five order axes; serde agrees
-/// with `FromStr`; a rejected one is an order error. An accepted order is
-/// then used in small layouts of every expert layout.
-pub fn order(data: &[u8]) {
-    let text = String::from_utf8_lossy(data);
-    let parsed = text.parse::<Order>();
-    let via_serde = serde_json::from_value::<Order>(serde_json::Value::String(text.to_string()));
-    assert_eq!(parsed.as_ref().ok(), via_serde.as_ref().ok(), "{text:?}");
-    let order = match parsed {
-        Ok(order) => order,
-        Err(e) => {
-            assert!(
-                matches!(
-                    e,
-                    Error::UnknownAxis { .. }
-                        | Error::RepeatedAxis { .. }
-                        | Error::EmptyAxis { .. }
-                ),
-                "{text:?}: {e:?}"
-            );
-            assert!(!e.to_string().is_empty());
-            return;
-        }
-    };
-    let shown = order.to_string();
-    assert_eq!(shown, text.to_ascii_lowercase());
-    assert_eq!(shown.parse::<Order>().ok().as_ref(), Some(&order));
-    let written = order.written();
-    assert!(!written.is_empty() && written.len() <= 5, "{shown}");
-    let all = order.axes();
-    assert_eq!(&all[..written.len()], written, "{shown}");
-    for axis in Axis::ORDER_TOKENS {
-        assert_eq!(all.iter().filter(|a| **a == axis).count(), 1, "{shown}");
-        assert_eq!(order.is_written(axis), written.contains(&axis), "{shown}");
-    }
-    // Every written axis of size 2 (ep within dp), nested and folded, with
-    // and without ep; an axis left out of size 2 is a typed error.
-    let size = |axis: Axis| if order.is_written(axis) { 2 } else { 1 };
-    for (expert_layout, ep) in [
-        (ExpertLayout::Nested, size(Axis::Ep)),
-        (ExpertLayout::Nested, 1),
-        (ExpertLayout::Folded, size(Axis::Ep)),
-    ] {
-        let config = Config::new()
-            .tp(size(Axis::Tp))
-            .cp(size(Axis::Cp))
-            .ep(ep)
-            .dp(Some(size(Axis::Dp).max(ep)))
-            .pp(size(Axis::Pp))
-            .order(order.clone())
-            .expert_layout(expert_layout);
-        if let Some(layout) = build(&config) {
-            check_layout(&layout, &mut Input::new(data));
-        }
-    }
-    let missing = Axis::ORDER_TOKENS
-        .into_iter()
-        .find(|a| !order.is_written(*a));
-    if let Some(axis) = missing {
-        let mut config = Config::new()
-            .order(order.clone())
-            .expert_layout(ExpertLayout::Nested);
-        match axis {
-            Axis::Tp => config.tp = 2,
-            Axis::Cp => config.cp = 2,
-            Axis::Ep => config.ep = 2,
-            Axis::Dp => config.dp = Some(2),
-            _ => config.pp = 2,
-        }
-        assert!(Layout::new(&config).is_err(), "{config:?}");
-    }
-}
-
-/// `Kind` parser: `FromStr` on the bytes as text (lossy UTF-8), and the
-/// `ExpertLayout` parser.
-///
-/// An accepted kind's name parses back to it, `Debug` is `Display`, serde
-/// agrees; then the kind is asked of fixed layouts (dense, folded with
-/// hierarchical cp and distributed-optimizer instances, encoder fan-out and
-/// fan-in, ranks at the top of `u32`): whatever kind it is, its groups and
-/// per-rank answers must agree, or it is a typed error.
-pub fn kind(data: &[u8]) {
-    let text = String::from_utf8_lossy(data);
-    if let Ok(e) = text.parse::<ExpertLayout>() {
-        assert_eq!(e.to_string(), text.to_ascii_lowercase());
-    }
-    let parsed = text.parse::<Kind>();
-    let via_serde = serde_json::from_value::<Kind>(serde_json::Value::String(text.to_string()));
-    assert_eq!(parsed.as_ref().ok(), via_serde.as_ref().ok(), "{text:?}");
-    let kind = match parsed {
-        Ok(kind) => kind,
-        Err(e) => {
-            assert!(
-                matches!(&e, Error::UnknownKind { name } if *name == text),
-                "{text:?}: {e:?}"
-            );
-            assert!(!e.to_string().is_empty());
-            return;
-        }
-    };
-    let shown = kind.to_string();
-    assert_eq!(format!("{kind:?}"), shown);
-    assert_eq!(
-        shown.parse::<Kind>().ok(),
-        Some(kind),
-        "{text:?} -> {shown}"
-    );
-    assert_eq!(format!("{kind:>40}").len(), shown.len().max(40));
-    let mut input = Input::new(data);
-    for layout in fixed_layouts() {
-        let known = layout.kinds().contains(&kind);
-        if let Some(info) = check_kind(layout, kind, known, &mut input) {
-            if layout.world_size() <= SMALL_WORLD {
-                check_kind_whole(layout, kind, &info, &mut input);
-            }
-            for _ in 0..4 {
-                let rank = input.rank(layout);
-                check_rank_kind(layout, rank, kind, &info);
-            }
-        }
-    }
-}
-
-/// The JSON configuration: `Config` from the bytes as JSON text.
-///
-/// An accepted configuration serializes and reads back equal; it builds a
-/// layout exactly when deserializing a `Layout` from the same text does
-/// (with the same error); a built layout round-trips through JSON and is
-/// checked like the `layout` target's.
-pub fn json_config(data: &[u8]) {
-    let Ok(text) = std::str::from_utf8(data) else {
-        return;
-    };
-    let config = match serde_json::from_str::<Config>(text) {
-        Ok(config) => config,
-        Err(e) => {
-            assert!(!e.to_string().is_empty());
-            let as_layout = serde_json::from_str::<Layout>(text);
-            assert!(as_layout.is_err(), "{text:?}");
-            return;
-        }
-    };
-    let as_layout = serde_json::from_str::<Layout>(text);
-    let back = serde_json::to_string(&config).unwrap_or_else(|e| panic!("{config:?}: {e}"));
-    let again = serde_json::from_str::<Config>(&back).unwrap_or_else(|e| panic!("{back}: {e}"));
-    assert_eq!(again, config, "{back}");
-    match Layout::new(&config) {
-        Ok(layout) => {
-            let via = as_layout.unwrap_or_else(|e| panic!("{text:?}: {e}"));
-            assert_eq!(via, layout);
-            let shown = serde_json::to_string(&layout).unwrap_or_else(|e| panic!("{e}"));
-            let read = serde_json::from_str::<Layout>(&shown).unwrap_or_else(|e| panic!("{e}"));
-            assert_eq!(read, layout, "{shown}");
-            let kinds = serde_json::to_string(layout.kinds()).unwrap_or_else(|e| panic!("{e}"));
-            let read = serde_json::from_str::<Vec<Kind>>(&kinds).unwrap_or_else(|e| panic!("{e}"));
-            assert_eq!(read, layout.kinds(), "{kinds}");
-            check_layout(&layout, &mut Input::new(data));
-        }
-        Err(e) => {
-            let message = e.to_string();
-            let de = as_layout.err().map(|d| d.to_string()).unwrap_or_default();
-            assert!(de.contains(&message), "{text:?}: {de:?} vs {message:?}");
-        }
-    }
-}
-
-/// Layout construction and per-rank queries: a `Config` decoded from the
-/// bytes (sizes that may be 0, huge or overflowing, any order, nested or
-/// folded experts, an encoder, hierarchical cp, distributed-optimizer
-/// instances, a rank offset), then, when it builds, every kind and a few
-/// more asked of sampled ranks in and out of range, with the invariants
-/// of [`check_layout`].
-pub fn layout(data: &[u8]) {
-    let mut input = Input::new(data);
-    let config = input.config();
-    if let Some(layout) = build(&config) {
-        check_layout(&layout, &mut input);
-    }
-}
-
-/// The configuration the `layout` target decodes from `data` (for the
-/// regression tests, which show what an input means).
-pub fn layout_config(data: &[u8]) -> Config {
-    Input::new(data).config()
-}
-
 /// `Layout::new`, with the error checked to be printable.
-fn build(config: &Config) -> Option<Layout> {
+pub(super) fn build(config: &Config) -> Option<Layout> {
     match Layout::new(config) {
         Ok(layout) => Some(layout),
         Err(e) => {
@@ -246,68 +52,14 @@ fn build(config: &Config) -> Option<Layout> {
     }
 }
 
-/// Layouts of every shape, for the kind target.
-fn fixed_layouts() -> &'static [Layout] {
-    static LAYOUTS: OnceLock<Vec<Layout>> = OnceLock::new();
-    LAYOUTS.get_or_init(|| {
-        let configs = [
-            // Dense nested: every axis > 1.
-            Config::new()
-                .tp(2)
-                .cp(2)
-                .ep(2)
-                .dp(Some(4))
-                .pp(2)
-                .expert_layout(ExpertLayout::Nested),
-            // Folded, hierarchical cp, two distributed-optimizer instances.
-            Config::new()
-                .tp(2)
-                .cp(4)
-                .dp(Some(2))
-                .ep(2)
-                .expert_layout(ExpertLayout::Folded)
-                .etp(Some(1))
-                .hierarchical_cp(vec![2, 2])
-                .dist_opt_instances(2),
-            // Encoder fan-out (tp 4 after encoder tp 2), two stages each.
-            Config::new()
-                .tp(4)
-                .cp(2)
-                .pp(2)
-                .encoder_tp(Some(2))
-                .encoder_pp(Some(2))
-                .expert_layout(ExpertLayout::Nested),
-            // Encoder fan-in (encoder tp 4 before tp 2), order dp first.
-            Config::new()
-                .tp(2)
-                .dp(Some(2))
-                .encoder_tp(Some(4))
-                .order("ep-dp-tp-cp-pp".parse().unwrap_or_default())
-                .expert_layout(ExpertLayout::Nested),
-            // The last ranks of u32.
-            Config::new()
-                .tp(2)
-                .pp(2)
-                .dp(Some(4))
-                .rank_offset(u32::MAX - 15)
-                .order("pp-dp-tp".parse().unwrap_or_default())
-                .expert_layout(ExpertLayout::Nested),
-        ];
-        configs
-            .iter()
-            .map(|c| Layout::new(c).unwrap_or_else(|e| panic!("{c:?}: {e}")))
-            .collect()
-    })
-}
-
 /// The fuzzer's bytes, read front to back; past the end every read is 0
 /// (so a short input decodes to the defaults: sizes 1, nothing optional).
-struct Input<'a> {
+pub(super) struct Input<'a> {
     data: &'a [u8],
 }
 
 impl<'a> Input<'a> {
-    fn new(data: &'a [u8]) -> Input<'a> {
+    pub(super) fn new(data: &'a [u8]) -> Input<'a> {
         Input { data }
     }
 
@@ -388,7 +140,7 @@ impl<'a> Input<'a> {
         }
     }
 
-    fn config(&mut self) -> Config {
+    pub(super) fn config(&mut self) -> Config {
         let tp = self.size();
         let cp = self.size();
         let ep = self.size();
@@ -468,7 +220,7 @@ impl<'a> Input<'a> {
     }
 
     /// A rank: mostly in the layout, sometimes just outside or anywhere.
-    fn rank(&mut self, layout: &Layout) -> u32 {
+    pub(super) fn rank(&mut self, layout: &Layout) -> u32 {
         let first = layout.rank_offset();
         let world = layout.world_size();
         let last = first.wrapping_add(world - 1);
@@ -495,7 +247,7 @@ impl<'a> Input<'a> {
 }
 
 /// What `check_kind` found out about a kind of a layout.
-struct KindInfo {
+pub(super) struct KindInfo {
     rounds: u32,
     count: u32,
 }
@@ -520,7 +272,7 @@ fn assert_out_of_range<T: std::fmt::Debug>(layout: &Layout, rank: u32, got: Resu
     }
 }
 
-fn ok<T>(got: Result<T, Error>, what: impl FnOnce() -> String) -> T {
+pub(super) fn ok<T>(got: Result<T, Error>, what: impl FnOnce() -> String) -> T {
     got.unwrap_or_else(|e| panic!("{}: {e}", what()))
 }
 
@@ -589,7 +341,12 @@ fn check_group(layout: &Layout, kind: Kind, g: &Group) {
 /// A kind: in the layout it must resolve (and outside it may not); its
 /// group count, rounds and member count agree; sampled groups are sound and
 /// their sampled members find themselves in their memberships.
-fn check_kind(layout: &Layout, kind: Kind, known: bool, input: &mut Input) -> Option<KindInfo> {
+pub(super) fn check_kind(
+    layout: &Layout,
+    kind: Kind,
+    known: bool,
+    input: &mut Input,
+) -> Option<KindInfo> {
     let first = layout.rank_offset();
     let groups = match layout.groups(kind) {
         Ok(groups) => groups,
@@ -653,7 +410,7 @@ fn check_kind(layout: &Layout, kind: Kind, known: bool, input: &mut Input) -> Op
 /// its key, the group of its index, ascending), the split rounds listing
 /// the same, `split` and `group_of` for a partition, typed errors for
 /// an overlapping kind, a round out of range or a rank out of range.
-fn check_rank_kind(layout: &Layout, rank: u32, kind: Kind, info: &KindInfo) {
+pub(super) fn check_rank_kind(layout: &Layout, rank: u32, kind: Kind, info: &KindInfo) {
     let rounds = info.rounds;
     let past = layout.split_in_round(rank, kind, rounds);
     if !in_range(layout, rank) {
@@ -954,7 +711,7 @@ fn check_pipeline(layout: &Layout, rank: u32, p: &Placement, infos: &[(Kind, Kin
 /// A layout: it re-validates from its resolved configuration, its sizes
 /// add up, every kind resolves and is sound, sampled ranks (in and out of
 /// range) answer consistently; small worlds are checked as a whole.
-fn check_layout(layout: &Layout, input: &mut Input) {
+pub(super) fn check_layout(layout: &Layout, input: &mut Input) {
     let world = layout.world_size();
     let first = layout.rank_offset();
     assert!(world >= 1, "{layout:?}");
@@ -1103,7 +860,7 @@ fn check_coords(layout: &Layout, input: &mut Input) {
 /// iteration agrees; each rank is in one group (partition kinds) or at most
 /// one per round; and each round's groups, seen from the ranks'
 /// `split_in_round`, are exactly the groups with keys `0..len`.
-fn check_kind_whole(layout: &Layout, kind: Kind, info: &KindInfo, input: &mut Input) {
+pub(super) fn check_kind_whole(layout: &Layout, kind: Kind, info: &KindInfo, input: &mut Input) {
     let first = layout.rank_offset();
     let world = layout.world_size();
     let groups = ok(layout.groups(kind), || format!("{kind}"));
@@ -1263,427 +1020,4 @@ fn check_spread(layout: &Layout, kind: Kind, topology: &Topology) {
         (domains.map(|d| d.0), domains.map(|d| d.1)),
         "domains of {kind} on {topology:?} in {layout:?}"
     );
-}
-
-/// Megatron-LM command-line parser (`MegatronArgs::parse_command_line`,
-/// the CLI's `--megatron-args`): the bytes as text (lossy UTF-8).
-///
-/// It never panics; an error is `InvalidArgument` naming a flag or the
-/// line, `UnmodelledArgument` naming a refused flag of the table, or one of
-/// the configuration's errors (weight shards, torchrun's world size). An
-/// accepted line's arguments are all modelled rows of the table, written
-/// back as a command line they parse to the same arguments and
-/// configuration, and their configuration builds a layout or a typed
-/// error. The variables it lists as not expanded are `$` words.
-pub fn megatron_args(data: &[u8]) {
-    use rank_layout::megatron::{Handling, MEGATRON_ARGS, MegatronArgs, MegatronValue};
-    let text = String::from_utf8_lossy(data);
-    let args = match MegatronArgs::parse_command_line(&text) {
-        Ok(args) => args,
-        Err(e) => {
-            assert!(
-                matches!(
-                    e,
-                    Error::InvalidArgument { .. }
-                        | Error::UnmodelledArgument { .. }
-                        | Error::WeightShardsBelowTp { .. }
-                        | Error::WeightShardsNotDivisible { .. }
-                        | Error::LaunchMismatch { .. }
-                        | Error::Overflow { .. }
-                ),
-                "{text:?}: {e:?}"
-            );
-            assert!(!e.to_string().is_empty());
-            return;
-        }
-    };
-    for name in args.unexpanded() {
-        assert!(name.starts_with('$'), "{text:?}: {name:?}");
-    }
-    let mut line = String::from("pretrain_gpt.py");
-    for (arg, value) in args.given() {
-        assert!(
-            MEGATRON_ARGS
-                .iter()
-                .any(|a| a.name == arg.name && a.handling == Handling::Modelled),
-            "{}",
-            arg.name
-        );
-        line.push(' ');
-        line.push_str(arg.flag);
-        match value {
-            MegatronValue::Int(n) => line.push_str(&format!(" {n}")),
-            MegatronValue::Ints(list) => {
-                for n in list {
-                    line.push_str(&format!(" {n}"));
-                }
-            }
-            MegatronValue::Bool(b) => line.push_str(&format!("={b}")),
-            other => panic!("{text:?}: a parsed value is never {other:?}"),
-        }
-    }
-    let again = MegatronArgs::parse_command_line(&line)
-        .unwrap_or_else(|e| panic!("{text:?} written back as {line:?}: {e}"));
-    assert!(
-        again.given().eq(args.given()),
-        "{text:?} written back as {line:?}"
-    );
-    assert!(again.unexpanded().is_empty(), "{line:?}");
-    let config = args.config().unwrap_or_else(|e| panic!("{text:?}: {e}"));
-    assert_eq!(again.config().ok(), Some(config.clone()), "{line:?}");
-    match Layout::new(&config) {
-        Ok(layout) => {
-            assert_eq!(layout.config().tp, config.tp);
-        }
-        Err(e) => assert!(!e.to_string().is_empty()),
-    }
-}
-
-/// Mesh specification parsers (`MeshSpec::parse`, `ViewSpec::parse`,
-/// `FlattenSpec::parse`, the CLI's `--mesh`, `--view`, `--flatten`): the
-/// bytes as text, split at newlines into a mesh, views and flattens
-/// (a first `!` line asks for DeviceMesh's order).
-///
-/// Nothing panics; a refusal is a typed error with a message. A mesh that
-/// builds answers every dim set of its own and of its views as the
-/// definition says for a few ranks: each rank is in the group its split
-/// names, at its key, and groups fill what they iterate.
-pub fn mesh_spec(data: &[u8]) {
-    use rank_layout::{Mesh, MeshSpec};
-    let text = String::from_utf8_lossy(data);
-    let mut lines = text.lines();
-    let Some(first) = lines.next() else {
-        return;
-    };
-    let (device, first) = match first.strip_prefix('!') {
-        Some(rest) => (true, rest),
-        None => (false, first),
-    };
-    let parsed = if device {
-        MeshSpec::parse_device_mesh(first)
-    } else {
-        MeshSpec::parse(first)
-    };
-    let mut spec = match parsed {
-        Ok(spec) => spec,
-        Err(e) => {
-            assert!(!e.to_string().is_empty());
-            return;
-        }
-    };
-    for line in lines {
-        // A view names itself before ':', a flatten before '='.
-        let is_view = match (line.find(':'), line.find('=')) {
-            (Some(colon), Some(equals)) => colon < equals,
-            (colon, _) => colon.is_some(),
-        };
-        let next = if is_view {
-            spec.clone().view(line)
-        } else {
-            spec.clone().flatten(line)
-        };
-        match next {
-            Ok(s) => spec = s,
-            Err(e) => assert!(!e.to_string().is_empty()),
-        }
-    }
-    let mesh: Mesh = match spec.build() {
-        Ok(mesh) => mesh,
-        Err(e) => {
-            assert!(!e.to_string().is_empty(), "{text:?}");
-            return;
-        }
-    };
-    let world = mesh.world_size();
-    let mut specs: Vec<String> = mesh.dims().map(|(n, _)| n.to_owned()).collect();
-    for view in mesh.views().map(str::to_owned).collect::<Vec<_>>() {
-        let dims: Vec<String> = ok(mesh.view_dims(&view), || view.clone())
-            .map(|(n, _)| n.to_owned())
-            .collect();
-        specs.push(format!("{view}:{}", dims.join("-")));
-        specs.extend(dims.iter().map(|d| format!("{view}:{d}")));
-    }
-    specs.extend(mesh.flattens().map(|(n, _)| n.to_owned()));
-    let sample = [0, world / 2, world.saturating_sub(1)];
-    for s in &specs {
-        let groups = ok(mesh.groups(s), || s.clone());
-        let len = groups.group_len().unwrap_or(0);
-        assert_eq!(groups.len() * len, world as usize, "{text:?} {s}");
-        for p in sample {
-            let rank = mesh.rank_offset() + p;
-            let split = ok(mesh.split(rank, s), || format!("{s} {rank}"));
-            let group = ok(mesh.groups(s), || s.clone())
-                .nth(split.color as usize)
-                .unwrap();
-            assert_eq!(group.get(split.key as usize), Some(rank), "{text:?} {s}");
-        }
-        if world <= 4096 {
-            let mut buf = vec![0u32; world as usize];
-            ok(ok(mesh.groups(s), || s.clone()).fill(&mut buf), || {
-                s.clone()
-            });
-            let listed: Vec<u32> = ok(mesh.groups(s), || s.clone())
-                .flat_map(|g| g.to_vec())
-                .collect();
-            assert_eq!(buf, listed, "{text:?} {s}");
-        }
-    }
-}
-
-/// Modules files (`ModulesSpec`, the CLI's `--modules`): the bytes as JSON,
-/// built into [`Modules`](rank_layout::Modules).
-///
-/// Nothing panics; a refusal is a typed error with a message; a spec goes
-/// to JSON and back unchanged. Modules of at most [`SMALL_WORLD`] ranks
-/// have every bridge checked against its definition: each source lane's
-/// leader is paired exactly with the destination leaders of its block;
-/// each broadcast group holds its lane's leader; every rank of the
-/// boundary stages is in exactly one broadcast group; a colocated gather
-/// plan puts every rank in exactly one gather group (none when the lanes
-/// are equal) and has one slot per rank; and every rank's `role` splits
-/// are, for every kind the edge builds, the index of the plan's group that
-/// holds it and its position there. Stages stay below `total_stages`.
-pub fn modules_file(data: &[u8]) {
-    use rank_layout::{Modules, ModulesSpec};
-    let Ok(spec) = serde_json::from_slice::<ModulesSpec>(data) else {
-        return;
-    };
-    let text = serde_json::to_string(&spec).unwrap();
-    assert_eq!(
-        serde_json::from_str::<ModulesSpec>(&text).unwrap(),
-        spec,
-        "{text}"
-    );
-    let modules: Modules = match spec.build() {
-        Ok(m) => m,
-        Err(e) => {
-            assert!(!e.to_string().is_empty(), "{text}");
-            return;
-        }
-    };
-    assert_eq!(modules.names().count(), spec.modules.len());
-    assert_eq!(modules.edges().count(), spec.edges.len());
-    assert_eq!(modules.rank_offset(), spec.rank_offset);
-    if modules.world_size() > u64::from(SMALL_WORLD) {
-        return;
-    }
-    let names: Vec<String> = modules.names().map(str::to_owned).collect();
-    for name in &names {
-        let mesh = modules.module(name).unwrap();
-        let pp = mesh.dims().find(|(d, _)| *d == "pp").map_or(1, |(_, s)| s);
-        let first = modules.first_stage(name).unwrap();
-        assert!(first + pp <= modules.total_stages(), "{text} {name}");
-    }
-    let first = modules.rank_offset();
-    let end = u32::try_from(modules.rank_end()).unwrap();
-    for rank in first..end {
-        assert!(
-            modules.stage(rank).unwrap() < modules.total_stages(),
-            "{text} {rank}"
-        );
-        assert!(modules.modules_of(rank).next().is_some(), "{text} {rank}");
-    }
-    assert!(modules.stage(end).is_err());
-    for plan in modules.bridges().expect("a small world's plans") {
-        check_bridge(&modules, &plan, &text);
-    }
-}
-
-/// The ranks of module `name` at pipeline coordinate `pp` (`None`: its last).
-fn stage_ranks(modules: &rank_layout::Modules, name: &str, pp: Option<u32>) -> Vec<u32> {
-    let mesh = modules.module(name).unwrap();
-    let size = mesh.dims().find(|(d, _)| *d == "pp").map_or(1, |(_, s)| s);
-    let want = pp.unwrap_or(size - 1);
-    let start = mesh.rank_offset();
-    let end = u32::try_from(mesh.rank_end()).unwrap();
-    (start..end)
-        .filter(|&r| mesh.placement(r).unwrap().get("pp").unwrap_or(0) == want)
-        .collect()
-}
-
-/// Every rank's (color, key) in `groups`, asserting each rank is in at
-/// most one group and, when `cover` is given, that exactly those ranks are.
-fn splits_of(groups: &[&[u32]], cover: Option<&[u32]>, what: &str) -> BTreeMap<u32, Split> {
-    let mut out = BTreeMap::new();
-    for (color, g) in groups.iter().enumerate() {
-        for (key, &r) in g.iter().enumerate() {
-            let split = Split {
-                color: color as u32,
-                key: key as u32,
-            };
-            assert!(
-                out.insert(r, split).is_none(),
-                "{what}: rank {r} in two groups"
-            );
-        }
-    }
-    if let Some(cover) = cover {
-        let ranks: Vec<u32> = out.keys().copied().collect();
-        let mut want = cover.to_vec();
-        want.sort_unstable();
-        assert_eq!(ranks, want, "{what}: not the ranks of the stage");
-    }
-    out
-}
-
-/// One bridge plan against its definition and against every rank's role.
-fn check_bridge(modules: &rank_layout::Modules, b: &rank_layout::Bridge, text: &str) {
-    use rank_layout::{BridgeKind, ColocatedMode, Direction};
-    let what = format!("{text} {} -> {}", b.src, b.dst);
-    let (ns, nd) = (b.src_leaders.len() as u32, b.dst_leaders.len() as u32);
-    let k = b.scale;
-    match b.direction {
-        Direction::Equal => assert!(ns == nd && k == 1, "{what}"),
-        Direction::FanIn => assert!(k > 1 && ns == nd * k, "{what}"),
-        Direction::FanOut => assert!(k > 1 && nd == ns * k, "{what}"),
-        other => panic!("{what}: an unknown direction {other:?}"),
-    }
-    // R2: each source lane's leader paired with its block's leaders.
-    for (l, &s) in (0u32..).zip(&b.src_leaders) {
-        let block: Vec<u32> = match b.direction {
-            Direction::FanIn => vec![l / k],
-            Direction::FanOut => (l * k..(l + 1) * k).collect(),
-            _ => vec![l],
-        };
-        let want: Vec<u32> = block.iter().map(|&j| b.dst_leaders[j as usize]).collect();
-        let got: Vec<u32> = b
-            .pairs
-            .iter()
-            .filter(|(a, _)| *a == s)
-            .map(|&(_, d)| d)
-            .collect();
-        assert_eq!(got, want, "{what}: pairs of source leader {s}");
-    }
-    assert_eq!(b.pairs.len() as u32, ns.max(nd), "{what}: pairs");
-    // R3: each broadcast group holds its leader; the stage is covered once.
-    assert_eq!(b.src_broadcast.len() as u32, ns, "{what}");
-    assert_eq!(b.dst_broadcast.len() as u32, nd, "{what}");
-    for (g, l) in b.src_broadcast.iter().zip(&b.src_leaders) {
-        assert!(g.contains(l), "{what}: source leader {l} not in {g:?}");
-    }
-    for (g, l) in b.dst_broadcast.iter().zip(&b.dst_leaders) {
-        assert!(g.contains(l), "{what}: destination leader {l} not in {g:?}");
-    }
-    let last = stage_ranks(modules, &b.src, None);
-    let first = stage_ranks(modules, &b.dst, Some(0));
-    let mut expected: BTreeMap<BridgeKind, BTreeMap<u32, Split>> = BTreeMap::new();
-    expected.insert(
-        BridgeKind::SrcBroadcast,
-        splits_of(
-            &groups(&b.src_broadcast),
-            Some(&last),
-            &format!("{what} src_broadcast"),
-        ),
-    );
-    expected.insert(
-        BridgeKind::DstBroadcast,
-        splits_of(
-            &groups(&b.dst_broadcast),
-            Some(&first),
-            &format!("{what} dst_broadcast"),
-        ),
-    );
-    expected.insert(
-        BridgeKind::Bridge,
-        splits_of(&[&b.bridge_group], None, &format!("{what} bridge")),
-    );
-    if let Some(g) = &b.dst_cp_reduce {
-        expected.insert(BridgeKind::DstCpReduce, splits_of(&groups(g), None, &what));
-    }
-    if let Some(g) = &b.src_cp_gather {
-        expected.insert(BridgeKind::SrcCpGather, splits_of(&groups(g), None, &what));
-    }
-    let world: Vec<u32> =
-        (modules.rank_offset()..u32::try_from(modules.rank_end()).unwrap()).collect();
-    if let Some(c) = &b.colocated {
-        if c.mode == ColocatedMode::Collective {
-            assert!(c.reason.is_none(), "{what}");
-            assert_eq!(c.slots.len(), world.len(), "{what}: slots");
-            assert!(c.slots.iter().all(|&s| s < k), "{what}: slots");
-            // The gather plan replaces the leader plan's communicators.
-            expected.clear();
-            if b.direction == Direction::Equal {
-                assert!(c.gather_groups.is_empty(), "{what}: gather groups");
-            } else {
-                expected.insert(
-                    BridgeKind::Gather,
-                    splits_of(
-                        &groups(&c.gather_groups),
-                        Some(&world),
-                        &format!("{what} gather"),
-                    ),
-                );
-            }
-            if let Some(g) = &c.src_cp_gather {
-                expected.insert(
-                    BridgeKind::ColocatedCpGather,
-                    splits_of(&groups(g), None, &what),
-                );
-            }
-            if let Some(g) = &c.dst_cp_reduce {
-                expected.insert(
-                    BridgeKind::ColocatedCpReduce,
-                    splits_of(&groups(g), None, &what),
-                );
-            }
-        } else {
-            assert!(c.reason.is_some(), "{what}");
-            assert!(c.slots.is_empty() && c.gather_groups.is_empty(), "{what}");
-        }
-    }
-    let kinds = modules.bridge_kinds(&b.src, &b.dst).unwrap();
-    let planned: Vec<BridgeKind> = expected.keys().copied().collect();
-    assert_eq!(kinds, planned, "{what}: kinds");
-    for &rank in &world {
-        let role = modules.role(rank, &b.src, &b.dst).unwrap();
-        let listed: Vec<BridgeKind> = role.splits.iter().map(|(k, _)| *k).collect();
-        assert_eq!(listed, kinds, "{what}: rank {rank}'s kinds");
-        for (kind, want) in &expected {
-            let got = role.split(*kind);
-            assert_eq!(
-                got,
-                want.get(&rank).copied(),
-                "{what}: rank {rank} in {kind}"
-            );
-            assert_eq!(
-                modules.bridge_split(rank, &b.src, &b.dst, *kind).unwrap(),
-                got,
-                "{what}: rank {rank} bridge_split {kind}"
-            );
-        }
-        let leads = b.src_leaders.contains(&rank);
-        if b.colocated
-            .as_ref()
-            .is_none_or(|c| c.mode == ColocatedMode::P2p)
-        {
-            assert_eq!(role.src_leader, leads, "{what}: rank {rank}");
-            let sends: Vec<u32> = b
-                .pairs
-                .iter()
-                .filter(|(s, _)| *s == rank)
-                .map(|&(_, d)| d)
-                .collect();
-            assert_eq!(role.sends_to, sends, "{what}: rank {rank} sends");
-            let receives: Vec<u32> = b
-                .pairs
-                .iter()
-                .filter(|(_, d)| *d == rank)
-                .map(|&(s, _)| s)
-                .collect();
-            assert_eq!(role.receives_from, receives, "{what}: rank {rank} receives");
-        } else {
-            let i = (rank - modules.rank_offset()) as usize;
-            assert_eq!(role.slot, c_slot(b, i), "{what}: rank {rank} slot");
-        }
-    }
-}
-
-/// The groups of a plan's list.
-fn groups(l: &rank_layout::GroupList) -> Vec<&[u32]> {
-    l.iter().collect()
-}
-
-/// The colocated plan's slot of the `i`-th rank.
-fn c_slot(b: &rank_layout::Bridge, i: usize) -> Option<u32> {
-    b.colocated.as_ref().and_then(|c| c.slots.get(i).copied())
 }
