@@ -9,6 +9,11 @@
 //! - `placement/crossing/100000`: how the `etp-ep` groups then fall;
 //! - `placement/groups-baseline/100000`: building the two kinds' groups as
 //!   `Vec`s (what the placement is given), for scale.
+// Benchmark code may unwrap, expect, panic and index: the workspace's clippy
+// restriction lints (Cargo.toml) are for the library and the command.
+#![allow(clippy::restriction)]
+// `criterion_group!` defines an undocumented public function.
+#![allow(missing_docs)]
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use rank_layout::machine::{Hosts, KindGroups, PlaceOptions, place};

@@ -1,6 +1,9 @@
 //! Placement on a host table (`rank_layout::machine`): properties at random
 //! host tables and layouts, and the worked GB200 cases of the semantics
 //! (4 GPUs per node, 18 nodes per NVL72 rack).
+// Test code may unwrap, expect, panic and index: the workspace's clippy
+// restriction lints (Cargo.toml) are for the library and the command.
+#![allow(clippy::restriction)]
 
 use std::collections::{BTreeMap, BTreeSet};
 
