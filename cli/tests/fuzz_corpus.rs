@@ -8,6 +8,8 @@
 
 #[path = "../../fuzz/src/cli_config.rs"]
 mod cli_config;
+#[path = "../../fuzz/src/host_table.rs"]
+mod host_table;
 #[path = "../../fuzz/src/replay.rs"]
 mod replay;
 
@@ -19,6 +21,11 @@ const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../fuzz/corpus");
 #[test]
 fn corpus_cli_config() {
     replay(CORPUS, "cli_config", cli_config::cli_config);
+}
+
+#[test]
+fn corpus_host_table() {
+    replay(CORPUS, "host_table", host_table::host_table);
 }
 
 // Regression tests: one per bug, with the input.

@@ -1,0 +1,70 @@
+//! The fuzz entry of the host table readers: the library's plain table
+//! (`rank_layout::machine::Hosts::parse_plain`) and the command line's
+//! `--hosts` reader (`rank_layout_cli::hosts_file`, plain or JSON), then a
+//! placement on what they read.
+//!
+//! It lives apart from `entries/` because it needs the CLI package: the
+//! CLI package's test `cli/tests/fuzz_corpus.rs` includes this file as a
+//! module and replays `corpus/host_table/` through it.
+
+use rank_layout::machine::{Hosts, KindGroups, PlaceOptions, place};
+use rank_layout_cli::hosts_file;
+
+/// The bytes as a host table. Nothing panics; a table read is in the
+/// canonical order (names strictly increasing in their natural order, no
+/// name twice); a plain table reads back the same once written out; and a
+/// placement of a small job on it (when one exists) uses each healthy host
+/// at most once and never an unhealthy one.
+pub fn host_table(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    if let Ok(hosts) = Hosts::parse_plain(text) {
+        let again = Hosts::parse_plain(&hosts.to_plain())
+            .unwrap_or_else(|e| panic!("written out, not read back: {e}: {text:?}"));
+        assert_eq!(again, hosts, "{text:?}");
+        check(&hosts);
+    }
+    if let Ok(hosts) = hosts_file::parse(text) {
+        check(&hosts);
+    }
+}
+
+fn check(hosts: &Hosts) {
+    let names: Vec<&str> = hosts.iter().map(|h| h.name.as_str()).collect();
+    for pair in names.windows(2) {
+        if let [a, b] = pair {
+            assert_ne!(a, b, "{a} twice");
+        }
+    }
+    assert_eq!(
+        hosts
+            .iter()
+            .filter(|h| hosts.index_of(&h.name).is_none())
+            .count(),
+        0
+    );
+    let healthy = hosts.iter().filter(|h| h.healthy).count().min(8) as u32;
+    if healthy == 0 {
+        return;
+    }
+    let gpus = 2;
+    let world = healthy * gpus;
+    let tp = KindGroups {
+        name: "tp".to_string(),
+        groups: (0..world / 2).map(|g| vec![2 * g, 2 * g + 1]).collect(),
+    };
+    let options = PlaceOptions {
+        gpus_per_node: Some(gpus),
+        ..PlaceOptions::default()
+    };
+    if let Ok(plan) = place(world, &[tp], hosts, &options) {
+        let mut used = plan.node_hosts.clone();
+        used.sort_unstable();
+        used.dedup();
+        assert_eq!(used.len(), plan.node_hosts.len(), "a host used twice");
+        for &h in &plan.node_hosts {
+            assert!(hosts.get(h).is_some_and(|h| h.healthy), "host {h} placed");
+        }
+    }
+}
