@@ -1,13 +1,13 @@
 //! Placement on a host table (`rank_layout::machine`), at 100,000 GPUs:
 //!
-//! - `placement/read-plain/25000`: reading a 25,000-host plain table
-//!   (`Hosts::parse_plain`), 1,389 racks of 18 nodes;
-//! - `placement/place/100000`: placing a 100,000-GPU job (25,000 nodes of 4
+//! - `placement/read-plain/25100`: reading a 25,100-host plain table
+//!   (`Hosts::parse_plain`), 1,395 racks of 18 nodes;
+//! - `placement/place/100352`: placing a 100,352-GPU job (25,088 nodes of 4
 //!   GPUs; tp 8, pp 4, ep 16, etp 1: units of 4 nodes) on a table of
-//!   25,002 hosts whose racks are listed interleaved, `tp` and `etp-ep` must
+//!   25,100 hosts whose racks are listed interleaved, `tp` and `etp-ep` must
 //!   fit (their groups built by the layout beforehand);
-//! - `placement/crossing/100000`: how the `etp-ep` groups then fall;
-//! - `placement/groups-baseline/100000`: building the two kinds' groups as
+//! - `placement/crossing/100352`: how the `etp-ep` groups then fall;
+//! - `placement/groups-baseline/100352`: building the two kinds' groups as
 //!   `Vec`s (what the placement is given), for scale.
 // Benchmark code may unwrap, expect, panic and index: the workspace's clippy
 // restriction lints (Cargo.toml) are for the library and the command.
@@ -30,14 +30,14 @@ fn table(hosts: usize) -> String {
 }
 
 fn placement(c: &mut Criterion) {
-    let text = table(25_002);
+    let text = table(25_100);
     let mut g = c.benchmark_group("placement");
     g.sample_size(20);
-    g.bench_function("read-plain/25000", |b| {
+    g.bench_function("read-plain/25100", |b| {
         b.iter(|| Hosts::parse_plain(black_box(&text)).map(|h| h.len()))
     });
     let hosts = Hosts::parse_plain(&text).expect("the table reads");
-    let layout = Layout::new(&Config::new().tp(8).pp(4).ep(16).etp(1).world_size(100_000))
+    let layout = Layout::new(&Config::new().tp(8).pp(4).ep(16).etp(1).world_size(100_352))
         .expect("the layout builds");
     let kinds = || -> Vec<KindGroups> {
         [Kind::TP, Kind::ETP_EP]
@@ -45,17 +45,17 @@ fn placement(c: &mut Criterion) {
             .map(|&k| KindGroups::of_layout(&layout, k).expect("the kind exists"))
             .collect()
     };
-    g.bench_function("groups-baseline/100000", |b| {
+    g.bench_function("groups-baseline/100352", |b| {
         b.iter(|| black_box(kinds()).len())
     });
     let must = kinds();
-    g.bench_function("place/100000", |b| {
+    g.bench_function("place/100352", |b| {
         b.iter(|| {
-            place(100_000, black_box(&must), &hosts, &PlaceOptions::default()).map(|p| p.units)
+            place(100_352, black_box(&must), &hosts, &PlaceOptions::default()).map(|p| p.units)
         })
     });
-    let plan = place(100_000, &must, &hosts, &PlaceOptions::default()).expect("it places");
-    g.bench_function("crossing/100000", |b| {
+    let plan = place(100_352, &must, &hosts, &PlaceOptions::default()).expect("it places");
+    g.bench_function("crossing/100352", |b| {
         b.iter(|| plan.crossing(&hosts, black_box(&must[1])).domain_crossing())
     });
     g.finish();

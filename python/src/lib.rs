@@ -13,7 +13,8 @@
 //! - [`card`]: a rank's answers as dicts;
 //! - [`lists`]: ranks as Python lists, every allocation fallible;
 //! - [`memory`]: the memory a list may take, checked before it is made.
-//! - [`modules`]: the `Modules` class (modules, edges, bridge plans).
+//! - [`modules`]: the `Modules` class (modules, edges, bridge plans);
+//! - [`machine`]: `place`, a layout or mesh placed on a host table.
 #![forbid(unsafe_code)]
 // The doc comments of `#[pyclass]` and `#[pymethods]` items are Python
 // docstrings (reST with doctest examples, run by python/tests), not Markdown.
@@ -26,6 +27,7 @@ mod error;
 mod kind;
 mod layout;
 mod lists;
+mod machine;
 mod megatron;
 mod memory;
 mod mesh;
@@ -47,6 +49,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(mesh::torchtitan_mesh, m)?)?;
     m.add_function(wrap_pyfunction!(megatron::megatron_config, m)?)?;
     m.add_function(wrap_pyfunction!(megatron::audit, m)?)?;
+    m.add_function(wrap_pyfunction!(machine::place, m)?)?;
     // Named apart from the package's `MEGATRON_ARGS` (argument -> key), a
     // dict built from these rows: one `MEGATRON_ARGS` in Python.
     m.add("MEGATRON_TABLE", megatron::table(m.py())?)?;

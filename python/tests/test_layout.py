@@ -157,6 +157,7 @@ def docstring_tests() -> list[doctest.DocTest]:
         rank_layout._native.Mesh,
         rank_layout._native.torchtitan_mesh,
         rank_layout._native.megatron_config,
+        rank_layout._native.place,
     ):
         members = vars(owner).items() if isinstance(owner, type) else []
         for name, obj in [("", owner), *members]:

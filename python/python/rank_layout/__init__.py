@@ -34,7 +34,7 @@ from typing import Optional as _Optional
 from rank_layout._native import CONFIG_KEYS, LayoutError
 from rank_layout._native import MEGATRON_TABLE as _MEGATRON_TABLE
 from rank_layout._native import Layout as _NativeLayout
-from rank_layout._native import Mesh, Modules, megatron_config, torchtitan_mesh
+from rank_layout._native import Mesh, Modules, megatron_config, place, torchtitan_mesh
 
 __all__ = [
     "Layout",
@@ -47,6 +47,7 @@ __all__ = [
     "Split",
     "SplitRound",
     "megatron_config",
+    "place",
     "torchtitan_mesh",
 ]
 

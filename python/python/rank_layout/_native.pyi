@@ -1,6 +1,6 @@
 """Type stubs of rank_layout._native, the compiled half of rank_layout."""
 
-from typing import Any, Literal, Optional, Sequence, SupportsIndex, TypedDict, final, type_check_only
+from typing import Any, Literal, Optional, Sequence, SupportsIndex, TypedDict, Union, final, type_check_only
 
 import numpy as np
 import numpy.typing as npt
@@ -19,6 +19,7 @@ __all__ = [
     "torchtitan_mesh",
     "megatron_config",
     "audit",
+    "place",
     "MEGATRON_TABLE",
     "_memory_limits",
 ]
@@ -101,6 +102,14 @@ MEGATRON_TABLE: list[tuple[str, str, str, str, str, str]]
 
 def megatron_config(args: object) -> dict[str, object]: ...
 def audit(layout: Layout, megatron: str) -> dict[str, Any]: ...
+def place(
+    target: Union[Layout, Mesh],
+    hosts: Union[str, list[dict[str, Any]]],
+    *,
+    must_fit: Optional[list[str]] = None,
+    gpus_per_node: Optional[_Int] = None,
+    on_shortfall: str = "straddle",
+) -> dict[str, Any]: ...
 
 @final
 class RankGenerator:
