@@ -150,14 +150,13 @@ pub use mesh::Mesh;
 pub use modules::Modules;
 
 // The paths of 1.0: every mesh and modules type at the root. They stay
-// until 2.0 and are hidden from the docs; their home is `mesh::` and
-// `modules::`. (Rust cannot mark a re-export deprecated: rust-lang/rust#30827.)
-#[doc(hidden)]
+// until 2.0 (hiding them from the docs would be a breaking change to
+// `cargo semver-checks`); their home is `mesh::` and `modules::`. (Rust
+// cannot mark a re-export deprecated: rust-lang/rust#30827.)
 pub use mesh::{
     FlattenSpec, MeshCoord, MeshSpec, MeshSplits, MeshSplitsIter, Selection, ViewSpec,
     torchtitan_mesh,
 };
-#[doc(hidden)]
 pub use modules::{
     Bridge, BridgeKind, BridgeRole, ColocatedMode, ColocatedPlan, Direction, EdgeInfo, EdgeSpec,
     GroupList, ModuleSpec, ModulesSpec, Spans,
