@@ -79,6 +79,7 @@ impl Grid {
     }
 
     /// One past the last rank, as `u64` (it may be 2^32).
+    #[inline]
     pub fn end(&self) -> u64 {
         u64::from(self.offset) + u64::from(self.world)
     }
@@ -106,11 +107,13 @@ impl Grid {
         self.digit(axis).map_or(0, |d| d.stride)
     }
 
+    #[inline]
     pub fn contains(&self, rank: u32) -> bool {
         rank >= self.offset && u64::from(rank) < self.end()
     }
 
     /// The coordinates of `rank`, or `None` outside the grid.
+    #[inline]
     pub fn decode(&self, rank: u32) -> Option<Coords> {
         if !self.contains(rank) {
             return None;

@@ -260,6 +260,7 @@ impl Layout {
     }
 
     /// `rank`'s coordinates, decoded once, in the grids of its part.
+    #[inline]
     pub(crate) fn view(&self, rank: u32) -> Result<RankView> {
         let dense = self.shape.dense_of(rank);
         let decode = |view: View| {
@@ -274,7 +275,10 @@ impl Layout {
         })
     }
 
-    /// The error for a rank outside the layout.
+    /// The error for a rank outside the layout (out of line: the answers
+    /// that check ranks are inlined into callers).
+    #[cold]
+    #[inline(never)]
     pub(crate) fn out_of_range(&self, rank: u64) -> Error {
         Error::RankOutOfRange {
             rank,
@@ -435,6 +439,7 @@ impl Layout {
     /// assert_eq!(layout.splits(5)?.count(), 16 + 2); // pp and embd in 2 rounds
     /// # Ok::<(), rank_layout::Error>(())
     /// ```
+    #[inline]
     pub fn splits(&self, rank: u32) -> Result<Splits<'_>> {
         let view = self.view(rank)?;
         let [encoder, decoder] = &self.steps;

@@ -24,6 +24,7 @@ pub(crate) struct Dense {
 }
 
 impl Dense {
+    #[inline]
     pub fn grid(&self, view: View) -> &Grid {
         match view {
             View::Attention => &self.attention,
@@ -56,12 +57,14 @@ impl Shape {
     }
 
     /// The grid that is not the encoder: the decoder, or the only grid.
+    #[inline]
     pub fn main(&self) -> &Dense {
         match self {
             Shape::Single(d) | Shape::EncoderDecoder { decoder: d, .. } => d,
         }
     }
 
+    #[inline]
     pub fn encoder(&self) -> Option<&Dense> {
         match self {
             Shape::EncoderDecoder { encoder, .. } => Some(encoder),
@@ -70,6 +73,7 @@ impl Shape {
     }
 
     /// The grid holding `rank` (the encoder's ranks come first).
+    #[inline]
     pub fn dense_of(&self, rank: u32) -> &Dense {
         match self.encoder() {
             Some(e) if e.attention.contains(rank) => e,

@@ -26,11 +26,17 @@ pub struct SplitRound {
     pub split: Option<Split>,
 }
 
-/// How one step is answered for the ranks of one part.
+/// How one step is answered for the ranks of one part. A tag of its own
+/// (`repr(u8)`, not a niche in [`Side`]): the walk tests it with one
+/// compare, the usual case first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
 enum How {
-    /// Multiply-adds of the coordinates.
+    /// Multiply-adds of the coordinates; every position is a member.
     Dot(Side),
+    /// Multiply-adds of the coordinates, then only the pipeline's ends
+    /// are members.
+    Ends(Side),
     /// The part's ranks are in no group of the kind.
     Nothing,
     /// Through plan `plans[i]`.
@@ -56,9 +62,15 @@ pub(crate) fn steps<'p>(
     let mut out = Vec::new();
     for (i, (kind, plan)) in plans.into_iter().enumerate() {
         let rounds = plan.rounds();
+        // A dot form has one round (checked here: the walk's fast path
+        // relies on it).
         let how = match plan.dot() {
-            Some(dot) => dot.side(part).map_or(How::Nothing, |side| How::Dot(*side)),
-            None => How::Plan(i),
+            Some(dot) if rounds == 1 => match dot.side(part) {
+                Some(side) if side.ends_only() => How::Ends(*side),
+                Some(side) => How::Dot(*side),
+                None => How::Nothing,
+            },
+            Some(_) | None => How::Plan(i),
         };
         out.push(Step { kind, rounds, how });
     }
@@ -102,6 +114,7 @@ pub struct Splits<'a> {
 }
 
 impl<'a> Splits<'a> {
+    #[inline]
     pub(crate) fn new(steps: Cow<'a, [Step]>, plans: Plans<'a>, view: RankView) -> Splits<'a> {
         Splits {
             steps,
@@ -113,12 +126,41 @@ impl<'a> Splits<'a> {
     }
 }
 
+impl Splits<'_> {
+    /// The answer of round `round` of `step` (any step; `next` answers
+    /// [`How::Dot`] steps itself).
+    #[inline]
+    fn locate_other(&self, step: &Step, round: u32) -> Option<Split> {
+        match &step.how {
+            How::Dot(side) => Some(side.position(&self.view)),
+            How::Ends(side) => side.locate(&self.view),
+            How::Nothing => None,
+            How::Plan(i) => self
+                .plans
+                .get(*i)
+                .and_then(|plan| plan.locate(&self.view, round)),
+        }
+    }
+}
+
 impl Iterator for Splits<'_> {
     type Item = SplitRound;
 
     #[inline]
     fn next(&mut self) -> Option<SplitRound> {
         let step = self.steps.get(self.next)?;
+        // The usual case first, apart: one compare of the tag, one round
+        // (`steps` makes dot steps only of one-round plans, so `round` is
+        // 0 here), then the multiply-adds.
+        if let How::Dot(side) = &step.how {
+            self.next += 1;
+            return Some(SplitRound {
+                kind: step.kind,
+                round: 0,
+                rounds: 1,
+                split: Some(side.position(&self.view)),
+            });
+        }
         let round = self.round;
         if round + 1 < step.rounds {
             self.round += 1;
@@ -126,19 +168,11 @@ impl Iterator for Splits<'_> {
             self.next += 1;
             self.round = 0;
         }
-        let split = match &step.how {
-            How::Dot(side) => side.locate(&self.view),
-            How::Nothing => None,
-            How::Plan(i) => self
-                .plans
-                .get(*i)
-                .and_then(|plan| plan.locate(&self.view, round)),
-        };
         Some(SplitRound {
             kind: step.kind,
             round,
             rounds: step.rounds,
-            split,
+            split: self.locate_other(step, round),
         })
     }
 

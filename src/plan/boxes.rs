@@ -96,13 +96,20 @@ pub(crate) type Weights = [u64; MAX_AXES];
 /// dims.
 #[inline]
 pub(crate) fn dot<const N: usize>(coords: &[u32; N], weights: &[u64; N]) -> Split {
-    let packed = coords.iter().zip(weights).fold(0u64, |acc, (c, w)| {
-        acc.wrapping_add(u64::from(*c).wrapping_mul(*w))
-    });
+    let packed = dot_packed(coords, weights);
     Split {
         color: (packed >> 32) as u32,
         key: packed as u32,
     }
+}
+
+/// [`dot`] before unpacking: the group index in the high 32 bits, the key
+/// in the low 32 bits.
+#[inline]
+pub(crate) fn dot_packed<const N: usize>(coords: &[u32; N], weights: &[u64; N]) -> u64 {
+    coords.iter().zip(weights).fold(0u64, |acc, (c, w)| {
+        acc.wrapping_add(u64::from(*c).wrapping_mul(*w))
+    })
 }
 
 /// Groups that are boxes of equal shape: member `k` of group `i` is

@@ -8,9 +8,10 @@
 //! each kind with a few multiply-adds and no dispatch through the plan.
 
 use crate::coord::Part;
+use crate::grid::MAX_AXES;
 use crate::plan::Plan;
 use crate::plan::boxes::Boxes;
-use crate::plan::boxes::{Weights, dot};
+use crate::plan::boxes::{Weights, dot_packed};
 use crate::plan::view::{RankView, View};
 use crate::split::Split;
 
@@ -22,8 +23,11 @@ use crate::split::Split;
 pub(crate) struct Side {
     view: View,
     weights: Weights,
-    color_shift: u32,
-    key_shift: u32,
+    /// The color shift (high 32 bits) and the key shift (low 32 bits),
+    /// packed like the weights: added to the packed dot product in one
+    /// addition. A shifted key is a key, below 2^32, so the low half never
+    /// carries into the high half, and the high half wraps like a `u32`.
+    shift: u64,
     /// Pipeline ends: the last position of a pipeline (`u32::MAX`: every
     /// position is a member) and whether the last stage is kept.
     last_key: u32,
@@ -35,21 +39,42 @@ impl Side {
         Some(Side {
             view: b.grid().view,
             weights: b.weights()?,
-            color_shift,
-            key_shift,
+            shift: (u64::from(color_shift) << 32) | u64::from(key_shift),
             last_key: u32::MAX,
             keep_last: false,
         })
     }
 
+    /// Whether only a pipeline's ends are members (every position is
+    /// otherwise).
+    #[inline]
+    pub fn ends_only(&self) -> bool {
+        self.last_key != u32::MAX
+    }
+
+    /// The group and position of the rank seen by `view` (of this part)
+    /// when every position is a member (not [`ends_only`](Self::ends_only)).
+    #[inline]
+    pub fn position(&self, view: &RankView) -> Split {
+        // Looked up by the view's number (0 or 1, always there; the
+        // fallback is never taken), not matched: a match here hides the
+        // coordinates' length from the optimizer.
+        let coords = view
+            .coords
+            .get(self.view as usize)
+            .unwrap_or(&[0; MAX_AXES]);
+        let packed = dot_packed(coords, &self.weights).wrapping_add(self.shift);
+        Split {
+            color: (packed >> 32) as u32,
+            key: packed as u32,
+        }
+    }
+
     /// The group and position of the rank seen by `view` (of this part), if any.
     #[inline]
     pub fn locate(&self, view: &RankView) -> Option<Split> {
-        let coords = view.coords.get(self.view as usize)?;
-        let s = dot(coords, &self.weights);
-        let color = s.color.wrapping_add(self.color_shift);
-        let key = s.key.wrapping_add(self.key_shift);
-        if self.last_key == u32::MAX || key == 0 {
+        let Split { color, key } = self.position(view);
+        if !self.ends_only() || key == 0 {
             Some(Split { color, key })
         } else if self.keep_last && key == self.last_key {
             Some(Split { color, key: 1 })
