@@ -4,6 +4,7 @@ they answer, and the body of each spawned process of the gloo tests."""
 
 from __future__ import annotations
 
+import functools
 import inspect
 import itertools
 import json
@@ -464,7 +465,15 @@ def tiny_step(seed: int = 0, vocab: int = 64, hidden: int = 16, steps: int = 2) 
         pipeline_dtype=torch.float32, tensor_model_parallel_size=ps.get_tensor_model_parallel_world_size(),
     )
     embedding = VocabParallelEmbedding(vocab, hidden, init_method=config.init_method, config=config)
-    mlp = build_module(get_gpt_layer_local_spec().submodules.mlp, config=config)
+    mlp_spec = get_gpt_layer_local_spec().submodules.mlp
+    if isinstance(mlp_spec, functools.partial):
+        # 0.19: the spec is MLP.as_mlp_submodule with its submodules bound;
+        # the MLP itself, on parallel_state's tensor-parallel group.
+        from megatron.core.transformer.mlp import MLP
+
+        mlp = MLP(config=config, submodules=mlp_spec.keywords["submodules"])
+    else:
+        mlp = build_module(mlp_spec, config=config)
     output = ColumnParallelLinear(hidden, vocab, config=config, init_method=config.init_method, bias=False,
                                   gather_output=False)
     params = [*embedding.parameters(), *mlp.parameters(), *output.parameters()]
