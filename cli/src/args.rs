@@ -157,8 +157,8 @@ pub enum Command {
 }
 
 /// The host table's formats, for `place --help`.
-pub const HOSTS_HELP: &str = "Host table (--hosts FILE): one host per line, `host domain [gpus] [state]`, \
-`#` comments; domain `-` or `unknown` for none, or keys from the outermost joined by `/` \
+pub const HOSTS_HELP: &str = "Host table (--hosts FILE): one host per line, `host domain [gpus] [state]` \
+(host may be a Slurm hostlist, gb[001-018]), `#` comments; domain `-` or `unknown` for none, or keys from the outermost joined by `/` \
 (`cluster1/rack07`); state `up` (default) or `down`/`drain`. Or JSON: a list of \
 {\"host\", \"domain\" (or \"keys\": [...]), \"gpus\", \"healthy\"}.";
 

@@ -332,3 +332,29 @@ fn json_tables_with_levels_and_health() {
         .unwrap();
     assert_eq!(tp["crossing"], serde_json::json!([0, 0]));
 }
+
+#[test]
+fn slurm_hostlists_in_the_plain_table() {
+    // 4 racks of 18 written as hostlists: the same bytes as one host a line.
+    let dir = temp_dir("hostlists");
+    let (short, long) = (dir.join("short.txt"), dir.join("long.txt"));
+    let mut text = String::new();
+    for r in 0..4 {
+        text.push_str(&format!(
+            "gb[{:04}-{:04}] nvl72-{r:02} 4\n",
+            r * 18,
+            r * 18 + 17
+        ));
+    }
+    std::fs::write(&short, text).unwrap();
+    let long_path = racks("hostlists-long", &[18; 4], false);
+    std::fs::copy(&long_path, &long).unwrap();
+    let flags = "--tp 8 --ep 16 --etp 1 --world-size 256";
+    assert_eq!(place(&short, flags), place(&long, flags));
+    let bad = dir.join("bad.txt");
+    std::fs::write(&bad, "gb[3-1] r1 4\n").unwrap();
+    fails_with_args(
+        &["place", "--hosts", bad.to_str().unwrap(), "--tp", "8"],
+        "decreases",
+    );
+}

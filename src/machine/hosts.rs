@@ -5,6 +5,7 @@ use std::cmp::Ordering;
 use std::collections::BTreeSet;
 
 use crate::error::{Error, Result};
+use crate::machine::hostlist::expand_hostlist;
 
 /// One host of the job's allocation.
 ///
@@ -98,7 +99,8 @@ impl Hosts {
     }
 
     /// Reads the plain table: one host per line, `host domain [gpus]
-    /// [state]`, words separated by blanks, `#` to the end of a line a
+    /// [state]` (`host` may be a Slurm hostlist expression, `gb[01-18]`,
+    /// for several hosts alike: [`expand_hostlist`]), words separated by blanks, `#` to the end of a line a
     /// comment. `domain` is `-` or `unknown` for none, or the topology keys
     /// joined by `/` from the outermost (`cluster1/rack07`); `gpus` a
     /// positive integer; `state` `up` (the default; also `ok`, `healthy`)
@@ -128,7 +130,7 @@ impl Hosts {
                 d => d.split('/').map(str::to_string).collect(),
             };
             let mut host = Host {
-                name: name.to_string(),
+                name: String::new(),
                 gpus: None,
                 healthy: true,
                 keys,
@@ -151,7 +153,29 @@ impl Hosts {
                     })?;
                 }
             }
-            rows.push((line, host));
+            let names = expand_hostlist(name).map_err(|e| match e {
+                Error::BadSpec { problem, .. } => bad(line, name, &problem),
+                other => other,
+            })?;
+            if rows.len().saturating_add(names.len()) > crate::machine::hostlist::MAX_HOSTS {
+                return Err(bad(
+                    line,
+                    name,
+                    &format!(
+                        "the table lists more than {} hosts",
+                        crate::machine::hostlist::MAX_HOSTS
+                    ),
+                ));
+            }
+            for name in names {
+                rows.push((
+                    line,
+                    Host {
+                        name,
+                        ..host.clone()
+                    },
+                ));
+            }
         }
         Hosts::checked(rows)
     }
@@ -284,6 +308,10 @@ mod tests {
     #[test]
     fn plain_round_trip_and_errors() {
         let hosts = Hosts::parse_plain("n1 c/r1 4\nn2 unknown\nn3 r2 8 drain # gone\n").unwrap();
+        let listed = Hosts::parse_plain("n[1-2] r1 4\nn3 r2\n").unwrap();
+        assert_eq!(listed.len(), 3);
+        assert_eq!(listed.get(1).unwrap().name, "n2");
+        assert_eq!(listed.get(1).unwrap().gpus, Some(4));
         assert_eq!(Hosts::parse_plain(&hosts.to_plain()).unwrap(), hosts);
         assert_eq!(hosts.levels(), 2);
         assert_eq!(hosts.index_of("n3"), Some(2));

@@ -23,11 +23,13 @@
 //! # Ok::<(), rank_layout::Error>(())
 //! ```
 
+mod hostlist;
 mod hosts;
 mod launcher;
 mod layout_place;
 mod place;
 
+pub use hostlist::{MAX_HOSTS, expand_hostlist};
 pub use hosts::{Host, Hosts};
 pub use launcher::Launcher;
 pub use layout_place::{default_must_fit, place_layout};
