@@ -10,6 +10,12 @@
 use rank_layout::machine::{Hosts, KindGroups, PlaceOptions, place};
 use rank_layout_cli::hosts_file;
 
+/// Past this many hosts (a hostlist such as `n[0-99999]` in a short input)
+/// only the reading is checked: the checks after it read the table again
+/// several times, which an instrumented build takes seconds for, and
+/// libFuzzer would report the input as a timeout.
+const LARGE: usize = 4096;
+
 /// The bytes as a host table. Nothing panics; a table read is in the
 /// canonical order (every name found by binary search at its own index:
 /// sorted, no name twice); a plain table reads back the same once written out; and a
@@ -20,13 +26,18 @@ pub fn host_table(data: &[u8]) {
         return;
     };
     if let Ok(hosts) = Hosts::parse_plain(text) {
+        if hosts.len() > LARGE {
+            return;
+        }
         let again = Hosts::parse_plain(&hosts.to_plain())
             .unwrap_or_else(|e| panic!("written out, not read back: {e}: {text:?}"));
         assert_eq!(again, hosts, "{text:?}");
         check(&hosts);
     }
     if let Ok(hosts) = hosts_file::parse(text) {
-        check(&hosts);
+        if hosts.len() <= LARGE {
+            check(&hosts);
+        }
     }
 }
 
