@@ -34,7 +34,10 @@ pub fn host_table(data: &[u8]) {
         assert_eq!(again, hosts, "{text:?}");
         check(&hosts);
     }
-    if let Ok(hosts) = hosts_file::parse(text) {
+    // The --hosts reader hands plain text to the library's reader (read
+    // above): only its JSON is its own.
+    let json = matches!(text.trim_start().chars().next(), Some('[' | '{'));
+    if let Some(Ok(hosts)) = json.then(|| hosts_file::parse(text)) {
         if hosts.len() <= LARGE {
             check(&hosts);
         }
