@@ -161,41 +161,24 @@ fn the_same_table_in_any_row_order_gives_the_same_bytes() {
     lines.reverse();
     let reversed = temp_dir("order-rev").join("hosts.txt");
     std::fs::write(&reversed, lines.join("\n")).unwrap();
+    let out = |table: &Path, flags: &str| {
+        let table = table.to_str().unwrap();
+        let mut args = vec![
+            "place",
+            "--hosts",
+            table,
+            "--tp",
+            "8",
+            "--ep",
+            "4",
+            "--world-size",
+            "192",
+        ];
+        args.extend(flags.split_whitespace());
+        stdout_args(&args)
+    };
     for flags in ["--format json", "--emit rankfile", "--emit slurm-hostfile"] {
-        let a = stdout_args(
-            &[
-                &[
-                    "place",
-                    "--hosts",
-                    hosts.to_str().unwrap(),
-                    "--tp",
-                    "8",
-                    "--ep",
-                    "4",
-                    "--world-size",
-                    "192",
-                ][..],
-                &flags.split_whitespace().collect::<Vec<_>>()[..],
-            ]
-            .concat(),
-        );
-        let b = stdout_args(
-            &[
-                &[
-                    "place",
-                    "--hosts",
-                    reversed.to_str().unwrap(),
-                    "--tp",
-                    "8",
-                    "--ep",
-                    "4",
-                    "--world-size",
-                    "192",
-                ][..],
-                &flags.split_whitespace().collect::<Vec<_>>()[..],
-            ]
-            .concat(),
-        );
+        let (a, b) = (out(&hosts, flags), out(&reversed, flags));
         assert_eq!(a, b, "{flags}");
     }
 }
