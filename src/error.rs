@@ -552,6 +552,27 @@ pub enum Error {
         problem: String,
     },
 
+    /// A list of ranks (`200-203,517`) with an item that is not a rank or
+    /// a range (see [`relayout::parse_rank_list`](crate::relayout::parse_rank_list)).
+    #[error("rank list item {item:?}: {problem}")]
+    #[non_exhaustive]
+    BadRankList {
+        /// The item, as written.
+        item: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+
+    /// No re-layout of the job after the failure under the policy asked
+    /// for (see [`relayout::relayout`](crate::relayout::relayout)): why,
+    /// with the sizes.
+    #[error("no re-layout: {problem}")]
+    #[non_exhaustive]
+    NoRelayout {
+        /// Why, with the sizes.
+        problem: String,
+    },
+
     /// A mesh, view or flatten specification that does not parse.
     #[error("{what} {text:?}: {problem}")]
     BadSpec {

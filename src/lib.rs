@@ -126,6 +126,7 @@ pub mod modules;
 pub mod mpi;
 mod order;
 mod plan;
+pub mod relayout;
 mod segment;
 pub mod semantics;
 #[cfg(feature = "serde")]

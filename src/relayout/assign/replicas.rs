@@ -1,0 +1,109 @@
+//! Filling a grid with fewer data-parallel replicas: intact replicas keep
+//! their place, broken ones are refilled position by position.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use crate::coord::Coord;
+use crate::error::Result;
+use crate::layout::Layout;
+use crate::relayout::assign::{Job, no};
+use crate::relayout::rank_map::RankMap;
+
+/// Gives the ranks of `new` (the old layout's shape with `dp2` <= `dp`
+/// replicas) to the processes of `map`:
+///
+/// 1. the intact replicas (no failed rank), lowest first, become replicas
+///    `0, 1, ...` with every rank at its coordinates;
+/// 2. each further replica is filled position by position (a position is
+///    a rank's coordinates but `dp`) from the survivors of the broken
+///    replicas at that position, lowest replica first;
+/// 3. the places still empty take the processes left (survivors of other
+///    positions, unused replicas, then the spares), in process order.
+///
+/// Returns how many places step 3 filled.
+///
+/// # Errors
+/// [`Error::NoRelayout`](crate::Error::NoRelayout) when the processes
+/// alive cannot fill the new grid.
+pub(crate) fn fill(job: &Job<'_>, new: &Layout, map: &mut RankMap) -> Result<u32> {
+    let old = job.layout;
+    let dp = old.sizes().dp;
+    let dp2 = new.sizes().dp;
+    let (off, off2) = (job.offset, new.rank_offset());
+    let mut broken = vec![false; dp as usize];
+    for &p in &job.failed {
+        let d = old.placement(p + off)?.coord.dp;
+        if let Some(b) = broken.get_mut(d as usize) {
+            *b = true;
+        }
+    }
+    // The new replica of each intact old replica, while there is room.
+    let mut slot_of = vec![None; dp as usize];
+    let mut next = 0u32;
+    for (d, b) in broken.iter().enumerate() {
+        if !b && next < dp2 {
+            if let Some(s) = slot_of.get_mut(d) {
+                *s = Some(next);
+            }
+            next += 1;
+        }
+    }
+    let intact_used = next;
+    // One pass over the old ranks: intact replicas placed, broken ones'
+    // survivors queued by position, replica 0's positions kept.
+    let mut queues: BTreeMap<u32, VecDeque<u32>> = BTreeMap::new();
+    let mut positions: Vec<(u32, Coord, crate::coord::Part, u32)> = Vec::new();
+    for p in 0..job.world {
+        let at = old.placement(p + off)?;
+        let d = at.coord.dp;
+        let pos = Coord { dp: 0, ..at.coord };
+        if d == 0 && intact_used < dp2 {
+            let key = old.rank_with_gtp_remat(at.part, pos, at.gtp_remat)? - off;
+            positions.push((key, pos, at.part, at.gtp_remat));
+        }
+        if !map.is_free(p) {
+            continue;
+        }
+        match slot_of.get(d as usize).copied().flatten() {
+            Some(s) => {
+                let n =
+                    new.rank_with_gtp_remat(at.part, Coord { dp: s, ..at.coord }, at.gtp_remat)?;
+                map.assign(p, n - off2);
+            }
+            None if broken.get(d as usize) == Some(&true) && intact_used < dp2 => {
+                let key = old.rank_with_gtp_remat(at.part, pos, at.gtp_remat)? - off;
+                queues.entry(key).or_default().push_back(p);
+            }
+            None => {}
+        }
+    }
+    let mut holes = Vec::new();
+    for s in intact_used..dp2 {
+        for (key, pos, part, gtp) in &positions {
+            let n = new.rank_with_gtp_remat(*part, Coord { dp: s, ..*pos }, *gtp)? - off2;
+            match queues.get_mut(key).and_then(VecDeque::pop_front) {
+                Some(p) => map.assign(p, n),
+                None => holes.push(n),
+            }
+        }
+    }
+    let filled = holes.len() as u32;
+    let free: Vec<u32> = (0..map.len())
+        .filter(|&p| map.is_free(p))
+        .take(holes.len())
+        .collect();
+    let mut free = free.into_iter();
+    for n in holes {
+        match free.next() {
+            Some(p) => map.assign(p, n),
+            None => {
+                return Err(no(format!(
+                    "{} processes are alive and the grid of dp {dp2} needs {}",
+                    job.alive(),
+                    new.world_size()
+                )));
+            }
+        }
+    }
+    Ok(filled)
+}

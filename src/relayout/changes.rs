@@ -1,0 +1,176 @@
+//! One kind's groups before and after: kept, shrunk, new or gone.
+
+use std::collections::HashMap;
+
+use crate::error::Result;
+use crate::kind::Kind;
+use crate::layout::Layout;
+use crate::plan::table::GroupTable;
+use crate::relayout::rank_map::RankMap;
+
+/// A group of the new layout made by shrinking an old one: the old
+/// group's communicator without the members `exclude` (their positions
+/// in the old group, ascending). The members left keep their order, as
+/// `ncclCommShrink` and `torch.distributed.shrink_group` give them, and
+/// that order is the new group's.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Shrink {
+    /// The old group's number (its comm-split color in the old layout).
+    pub old_color: u32,
+    /// The new group's number (its color in the new layout).
+    pub new_color: u32,
+    /// The positions, in the old group, of the members left out: failed,
+    /// or alive and out of the new layout.
+    pub exclude: Vec<u32>,
+}
+
+/// How one kind's groups fare. Only the groups that change are listed,
+/// so a plan is as large as the change, not as the job.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct KindChanges {
+    /// The kind.
+    pub kind: Kind,
+    /// Groups of the new layout that are an old group, with the same
+    /// members in the same order: their communicator stays.
+    pub kept: u32,
+    /// Groups of the new layout that an old group's communicator shrinks
+    /// to.
+    pub shrunk: Vec<Shrink>,
+    /// The new layout's groups that need a communicator of their own, by
+    /// number (ascending): every member splits with color = the number
+    /// and key = its position.
+    pub new: Vec<u32>,
+    /// The old groups whose communicator has no use any more (ascending).
+    pub gone: Vec<u32>,
+}
+
+impl KindChanges {
+    /// The new layout's groups of the kind.
+    pub fn groups(&self) -> u32 {
+        self.kept + self.shrunk.len() as u32 + self.new.len() as u32
+    }
+
+    /// Whether new group `color` needs a communicator of its own.
+    pub fn is_new(&self, color: u32) -> bool {
+        self.new.binary_search(&color).is_ok()
+    }
+}
+
+const NONE: u32 = u32::MAX;
+
+/// Classifies `kind`'s groups of `new` against those of `old`, the
+/// processes mapped by `map`. Time O(ranks); memory O(ranks) while it
+/// runs, O(changed groups) after.
+pub(crate) fn classify(
+    old: &Layout,
+    new: &Layout,
+    map: &RankMap,
+    kind: Kind,
+) -> Result<KindChanges> {
+    let off = old.rank_offset();
+    let off2 = new.rank_offset();
+    let before = old.groups(kind)?.table()?;
+    let after = new.groups(kind)?.table()?;
+    // Each old process's group and position; a kind whose groups overlap
+    // (a rank in two) is matched by members only.
+    let mut color_of = vec![NONE; map.old_world() as usize];
+    let mut key_of = vec![NONE; map.old_world() as usize];
+    let mut overlapping = false;
+    for (c, group) in before.iter().enumerate() {
+        for (k, &r) in group.iter().enumerate() {
+            let p = (r - off) as usize;
+            match (color_of.get_mut(p), key_of.get_mut(p)) {
+                (Some(cs), Some(ks)) if *cs == NONE => {
+                    *cs = c as u32;
+                    *ks = k as u32;
+                }
+                _ => overlapping = true,
+            }
+        }
+    }
+    let by_members: HashMap<Vec<u32>, u32> = if overlapping {
+        before
+            .iter()
+            .enumerate()
+            .map(|(c, g)| (g.iter().map(|r| r - off).collect(), c as u32))
+            .collect()
+    } else {
+        HashMap::new()
+    };
+    let mut used = vec![false; before.len()];
+    let mut changes = KindChanges {
+        kind,
+        kept: 0,
+        shrunk: Vec::new(),
+        new: Vec::new(),
+        gone: Vec::new(),
+    };
+    let mut members = Vec::new();
+    for (c2, group) in after.iter().enumerate() {
+        members.clear();
+        members.extend(group.iter().map(|&n| map.process(n - off2).unwrap_or(NONE)));
+        let found = if overlapping {
+            by_members.get(&members).map(|&c| (c, None))
+        } else {
+            match_old(&members, &before, off, &color_of, &key_of, map)
+        };
+        match found {
+            Some((c, exclude)) => {
+                if let Some(u) = used.get_mut(c as usize) {
+                    *u = true;
+                }
+                match exclude {
+                    None => changes.kept += 1,
+                    Some(exclude) => changes.shrunk.push(Shrink {
+                        old_color: c,
+                        new_color: c2 as u32,
+                        exclude,
+                    }),
+                }
+            }
+            None => changes.new.push(c2 as u32),
+        }
+    }
+    changes.gone = (0..before.len() as u32)
+        .filter(|&c| used.get(c as usize) == Some(&false))
+        .collect();
+    Ok(changes)
+}
+
+/// The old group that `members` (processes, in the new group's order)
+/// keeps (`None` exclusions) or shrinks to (the positions left out).
+fn match_old(
+    members: &[u32],
+    before: &GroupTable,
+    off: u32,
+    color_of: &[u32],
+    key_of: &[u32],
+    map: &RankMap,
+) -> Option<(u32, Option<Vec<u32>>)> {
+    let &first = members.first()?;
+    let c = *color_of.get(first as usize)?;
+    let old = before.get(c as usize)?;
+    let mut last = None;
+    for &p in members {
+        if color_of.get(p as usize) != Some(&c) {
+            return None;
+        }
+        let k = *key_of.get(p as usize)?;
+        if last.is_some_and(|l| k <= l) {
+            return None;
+        }
+        last = Some(k);
+    }
+    if members.len() == old.len() {
+        return Some((c, None));
+    }
+    // A shrink leaves out exactly the old members that leave the job
+    // (failed, or alive without a new rank).
+    let leaving: Vec<u32> = old
+        .iter()
+        .enumerate()
+        .filter(|&(_, &r)| map.new_rank(r - off).is_none())
+        .map(|(k, _)| k as u32)
+        .collect();
+    (members.len() + leaving.len() == old.len()).then_some((c, Some(leaving)))
+}

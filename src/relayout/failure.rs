@@ -1,0 +1,141 @@
+//! What failed, and what is there to replace it.
+
+use crate::error::{Error, Result};
+use crate::machine::{Hosts, NodePlan};
+
+/// The domain of every node of the job and of every spare node, where a
+/// placement knows them ([`Failure::of_hosts`]); the spare policy takes a
+/// spare of the failed node's domain first.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct NodeDomains {
+    /// The domain of logical node `n` of the job (`None`: unknown).
+    pub job: Vec<Option<String>>,
+    /// The domain of spare node `s` (`None`: unknown).
+    pub spares: Vec<Option<String>>,
+}
+
+/// A failure: the ranks that are gone, the whole spare nodes that can
+/// take their places (numbered after the old world, `gpus_per_node`
+/// ranks each, in order), and, from a placement, the nodes' domains.
+///
+/// Ranks are the layout's ranks (a layout with a `rank_offset` counts
+/// from it); spare ranks continue after the layout's last rank.
+///
+/// ```
+/// use rank_layout::relayout::Failure;
+/// let failure = Failure::new(4, [203, 200, 201, 202, 201]).spare_nodes(1);
+/// assert_eq!(failure.failed(), [200, 201, 202, 203]);
+/// assert_eq!((failure.gpus_per_node(), failure.spares()), (4, 1));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Failure {
+    failed: Vec<u32>,
+    gpus_per_node: u32,
+    spare_nodes: u32,
+    domains: Option<NodeDomains>,
+}
+
+impl Failure {
+    /// The failure of `failed` ranks (any order, repeats ignored) of a
+    /// job of nodes of `gpus_per_node` GPUs, with no spares.
+    pub fn new(gpus_per_node: u32, failed: impl IntoIterator<Item = u32>) -> Failure {
+        let mut failed: Vec<u32> = failed.into_iter().collect();
+        failed.sort_unstable();
+        failed.dedup();
+        Failure {
+            failed,
+            gpus_per_node,
+            spare_nodes: 0,
+            domains: None,
+        }
+    }
+
+    /// With `n` whole spare nodes after the old world.
+    #[must_use]
+    pub fn spare_nodes(mut self, n: u32) -> Failure {
+        self.spare_nodes = n;
+        self
+    }
+
+    /// With the domains of the job's nodes and of the spares.
+    #[must_use]
+    pub fn domains(mut self, domains: NodeDomains) -> Failure {
+        self.domains = Some(domains);
+        self
+    }
+
+    /// The failure of the job placed by `plan` on `hosts` when the hosts
+    /// named `failed_hosts` fail: every rank of their nodes fails, the
+    /// placement's idle healthy hosts (in the table's order, the failed
+    /// ones left out) are the spare nodes, and the domains are the hosts'.
+    ///
+    /// ```
+    /// use rank_layout::machine::{place, Hosts, KindGroups, PlaceOptions};
+    /// use rank_layout::relayout::Failure;
+    /// let hosts = Hosts::parse_plain("a r0 2\nb r0 2\nc r1 2\nd r0 2\n")?;
+    /// let tp = KindGroups { name: "tp".into(), groups: vec![vec![0, 1], vec![2, 3], vec![4, 5]] };
+    /// let plan = place(6, &[tp], &hosts, &PlaceOptions::default())?;
+    /// let failure = Failure::of_hosts(&plan, &hosts, 0, &["b"])?;
+    /// assert_eq!((failure.failed(), failure.spares()), (&[2, 3][..], 1));
+    /// # Ok::<(), rank_layout::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::NoRelayout`] naming a failed host the table does not have.
+    pub fn of_hosts(
+        plan: &NodePlan,
+        hosts: &Hosts,
+        rank_offset: u32,
+        failed_hosts: &[&str],
+    ) -> Result<Failure> {
+        let g = plan.gpus_per_node;
+        let mut failed_index = Vec::new();
+        for name in failed_hosts {
+            let i = hosts.index_of(name).ok_or_else(|| Error::NoRelayout {
+                problem: format!("failed host {name:?} is not in the host table"),
+            })?;
+            failed_index.push(i);
+        }
+        let mut failed = Vec::new();
+        for (n, host) in plan.node_hosts.iter().enumerate() {
+            if failed_index.contains(host) {
+                let first = u64::from(rank_offset) + n as u64 * u64::from(g);
+                failed.extend((0..u64::from(g)).filter_map(|l| u32::try_from(first + l).ok()));
+            }
+        }
+        let domain = |i: &usize| hosts.get(*i).and_then(|h| h.domain()).map(str::to_string);
+        let spares: Vec<usize> = plan
+            .idle
+            .iter()
+            .copied()
+            .filter(|i| !failed_index.contains(i))
+            .collect();
+        let domains = NodeDomains {
+            job: plan.node_hosts.iter().map(domain).collect(),
+            spares: spares.iter().map(domain).collect(),
+        };
+        Ok(Failure::new(g, failed)
+            .spare_nodes(u32::try_from(spares.len()).unwrap_or(u32::MAX))
+            .domains(domains))
+    }
+
+    /// The failed ranks, sorted, each once.
+    pub fn failed(&self) -> &[u32] {
+        &self.failed
+    }
+
+    /// GPUs (ranks) per node.
+    pub fn gpus_per_node(&self) -> u32 {
+        self.gpus_per_node
+    }
+
+    /// The spare nodes.
+    pub fn spares(&self) -> u32 {
+        self.spare_nodes
+    }
+
+    /// The nodes' domains, when known.
+    pub fn node_domains(&self) -> Option<&NodeDomains> {
+        self.domains.as_ref()
+    }
+}

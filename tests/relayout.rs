@@ -1,0 +1,380 @@
+//! Re-layout after a failure (`rank_layout::relayout`): the worked case of
+//! the semantics (Megatron order tp-dp-pp, tp 8, pp 4, dp 36, 4 GPUs per
+//! node, the node of ranks 200-203 lost) and properties at random layouts,
+//! failures and policies, checked against the groups listed from scratch.
+// Test code may unwrap, expect, panic and index: the workspace's clippy
+// restriction lints (Cargo.toml) are for the library and the command.
+#![allow(clippy::restriction)]
+
+use std::collections::{BTreeSet, HashMap};
+
+use proptest::prelude::*;
+use rank_layout::machine::{Hosts, KindGroups, PlaceOptions, place};
+use rank_layout::relayout::{
+    Failure, NodeDomains, Policy, Relayout, RelayoutOptions, default_kinds, relayout,
+};
+use rank_layout::{Config, Kind, Layout, Order};
+
+fn worked() -> Layout {
+    let order: Order = "tp-dp-pp".parse().unwrap();
+    Layout::new(&Config::new().tp(8).pp(4).dp(36).order(order)).unwrap()
+}
+
+fn counts(plan: &Relayout, kind: Kind) -> (u32, usize, usize, usize) {
+    let c = plan.changes(kind).unwrap();
+    (c.kept, c.shrunk.len(), c.new.len(), c.gone.len())
+}
+
+/// The table of the semantics, row by row: world, then TP, DP and PP
+/// groups (kept, shrunk, new, gone), then the new communicators.
+#[test]
+fn worked_case_table() {
+    let layout = worked();
+    let failure = Failure::new(4, 200..204);
+    let options = RelayoutOptions::default();
+    let rows = [
+        // ShiftRanks trimmed to a multiple of 32: 115 of 140 TP groups new,
+        // every DP and PP group new.
+        (Policy::ShiftRanks, 0, 1120, 115, (0, 32), 280, 427),
+        // FillGaps: the 4 last survivors take ranks 200-203: one TP group new.
+        (Policy::FillGaps, 0, 1120, 1, (0, 32), 280, 313),
+        // Drop the replica of ranks 200-203: nothing new, every DP group shrinks.
+        (Policy::DropReplica, 0, 1120, 0, (32, 0), 0, 0),
+        // A spare node in the dead node's place.
+        (Policy::Spare, 1, 1152, 1, (0, 4), 4, 9),
+    ];
+    for (policy, spares, world, tp_new, (dp_shrunk, dp_new), pp_new, total) in rows {
+        let plan = relayout(
+            &layout,
+            &failure.clone().spare_nodes(spares),
+            policy,
+            &options,
+        )
+        .unwrap();
+        assert_eq!(plan.layout().world_size(), world, "{policy}");
+        let tp = counts(&plan, Kind::TP);
+        let dp = counts(&plan, Kind::DP);
+        let pp = counts(&plan, Kind::PP);
+        assert_eq!(tp.2, tp_new, "{policy} tp {tp:?}");
+        assert_eq!((dp.1, dp.2), (dp_shrunk, dp_new), "{policy} dp {dp:?}");
+        assert_eq!(pp.2, pp_new, "{policy} pp {pp:?}");
+        assert_eq!(plan.cost().new_communicators, total, "{policy}");
+        assert_eq!(default_kinds(&layout), [Kind::TP, Kind::DP, Kind::PP]);
+    }
+}
+
+/// Dropping the replica: every TP and PP group of the 35 other replicas is
+/// kept exactly, each DP group loses the member of replica 25 (position 25
+/// of the old group), and the survivors of that replica wait.
+#[test]
+fn worked_case_drop_replica_details() {
+    let layout = worked();
+    let plan = relayout(
+        &layout,
+        &Failure::new(4, 200..204),
+        Policy::DropReplica,
+        &RelayoutOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(counts(&plan, Kind::TP), (140, 0, 0, 4));
+    assert_eq!(counts(&plan, Kind::PP), (280, 0, 0, 8));
+    let dp = plan.changes(Kind::DP).unwrap();
+    assert!(
+        dp.shrunk
+            .iter()
+            .all(|s| s.exclude == [25] && s.old_color == s.new_color)
+    );
+    let map = plan.rank_map();
+    // Replica 25 holds ranks 200-207 of every stage (stride 288).
+    for stage in 0..4 {
+        for r in 200..208 {
+            assert_eq!(map.new_rank(stage * 288 + r), None);
+        }
+    }
+    assert_eq!(map.new_rank(208), Some(200));
+    assert_eq!(map.new_rank(288), Some(280));
+    assert_eq!(plan.cost().moved, 0);
+    assert_eq!(plan.cost().idle, 28);
+}
+
+/// Old groups by members (as processes) -> number.
+fn old_index(layout: &Layout, kind: Kind) -> HashMap<Vec<u32>, u32> {
+    let off = layout.rank_offset();
+    layout
+        .groups(kind)
+        .unwrap()
+        .enumerate()
+        .map(|(c, g)| (g.iter().map(|r| r - off).collect(), c as u32))
+        .collect()
+}
+
+/// Checks a plan against the groups of both layouts listed from scratch.
+fn check_plan(old: &Layout, failed: &[u32], plan: &Relayout) {
+    let new = plan.layout();
+    let map = plan.rank_map();
+    // A valid grid of the same kinds.
+    assert_eq!(new.kinds(), old.kinds());
+    assert!(Layout::new(new.config()).is_ok());
+    // The map: a bijection onto the new ranks; failed processes have none.
+    let mut seen = BTreeSet::new();
+    for p in 0..map.len() {
+        if let Some(n) = map.new_rank(p) {
+            assert!(n < new.world_size());
+            assert!(seen.insert(n), "rank {n} twice");
+            assert_eq!(map.process(n), Some(p));
+        }
+    }
+    assert_eq!(seen.len() as u32, new.world_size());
+    for &f in failed {
+        assert_eq!(map.new_rank(f - old.rank_offset()), None);
+    }
+    let off2 = new.rank_offset();
+    for changes in plan.kinds() {
+        let kind = changes.kind;
+        let before = old_index(old, kind);
+        let old_groups: Vec<Vec<u32>> = old
+            .groups(kind)
+            .unwrap()
+            .map(|g| g.iter().map(|r| r - old.rank_offset()).collect())
+            .collect();
+        let shrunk: HashMap<u32, _> = changes.shrunk.iter().map(|s| (s.new_color, s)).collect();
+        let mut used = BTreeSet::new();
+        let mut kept = 0;
+        for (c2, g) in new.groups(kind).unwrap().enumerate() {
+            let c2 = c2 as u32;
+            let members: Vec<u32> = g.iter().map(|n| map.process(n - off2).unwrap()).collect();
+            if let Some(s) = shrunk.get(&c2) {
+                // The old group without the excluded positions, in order.
+                let old_g = &old_groups[s.old_color as usize];
+                let left: Vec<u32> = old_g
+                    .iter()
+                    .enumerate()
+                    .filter(|(k, _)| !s.exclude.contains(&(*k as u32)))
+                    .map(|(_, &p)| p)
+                    .collect();
+                assert_eq!(left, members, "{kind} shrink {s:?}");
+                for &k in &s.exclude {
+                    assert_eq!(
+                        map.new_rank(old_g[k as usize]),
+                        None,
+                        "excluded member stays"
+                    );
+                }
+                assert!(used.insert(s.old_color));
+            } else if changes.is_new(c2) {
+                assert!(
+                    !before.contains_key(&members),
+                    "{kind} group {c2} is an old group, reported new"
+                );
+            } else {
+                let c = before
+                    .get(&members)
+                    .unwrap_or_else(|| panic!("{kind} group {c2} reported kept, not an old group"));
+                assert!(used.insert(*c));
+                kept += 1;
+            }
+        }
+        assert_eq!(kept, changes.kept, "{kind}");
+        let gone: Vec<u32> = (0..old_groups.len() as u32)
+            .filter(|c| !used.contains(c))
+            .collect();
+        assert_eq!(gone, changes.gone, "{kind}");
+        // Every split of a new group is the new layout's, and only those.
+        for p in 0..map.len() {
+            let split = plan.split(p, kind).unwrap();
+            match map.new_rank(p) {
+                Some(n) => {
+                    let s = new.split(n + off2, kind).unwrap();
+                    assert_eq!(split.is_some(), s.is_some_and(|s| changes.is_new(s.color)));
+                }
+                None => assert_eq!(split, None),
+            }
+        }
+    }
+}
+
+fn arb_case() -> impl Strategy<Value = (Config, u32, Vec<u32>, u32, usize)> {
+    (
+        prop::sample::select(vec![1u32, 2, 4]),
+        prop::sample::select(vec![1u32, 2]),
+        prop::sample::select(vec![1u32, 2, 3]),
+        2u32..7,
+        prop::sample::select(vec![1u32, 2]),
+        prop::sample::select(vec![
+            "tp-cp-ep-dp-pp",
+            "tp-dp-pp",
+            "tp-pp-dp",
+            "dp-tp-pp",
+            "pp-dp-tp-cp",
+        ]),
+        prop::collection::vec(0u32..10_000, 1..5),
+        0u32..3,
+        0usize..5,
+    )
+        .prop_map(|(tp, cp, pp, dp, ep, order, failed, spares, policy)| {
+            let config = Config::new()
+                .tp(tp)
+                .cp(cp)
+                .pp(pp)
+                .dp(dp)
+                .ep(ep)
+                .order(order.parse().unwrap());
+            (config, spares, failed, tp.max(2), policy)
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    /// Kept groups are identical in members and order, shrink lists give the
+    /// new group exactly in NCCL's order, new groups are no old group, gone
+    /// groups are those unused; the new layout is a valid grid of the same
+    /// kinds; the map is a bijection; every process computes the same plan
+    /// (same hash from the failure listed in any order).
+    #[test]
+    fn plans_match_the_groups((config, spares, failed, g, policy) in arb_case()) {
+        let Ok(layout) = Layout::new(&config) else { return Ok(()) };
+        let world = layout.world_size();
+        if world % g != 0 { return Ok(()); }
+        let failed: Vec<u32> = failed.iter().map(|f| f % world).collect();
+        let policy = Policy::ALL[policy];
+        let mut options = RelayoutOptions::default();
+        options.kinds = Some(layout.kinds().to_vec());
+        let failure = Failure::new(g, failed.iter().copied()).spare_nodes(spares);
+        let Ok(plan) = relayout(&layout, &failure, policy, &options) else { return Ok(()) };
+        check_plan(&layout, &failed, &plan);
+        let mut reversed = failed.clone();
+        reversed.reverse();
+        reversed.extend(failed.iter().copied());
+        let again = relayout(&layout, &Failure::new(g, reversed).spare_nodes(spares), policy, &options).unwrap();
+        prop_assert_eq!(again.hash(), plan.hash());
+    }
+
+    /// Dropping replicas never creates a communicator of a kind without
+    /// `dp` among its axes, and keeps every such group of the replicas left.
+    #[test]
+    fn drop_replica_creates_nothing((config, _spares, failed, g, _p) in arb_case()) {
+        let Ok(layout) = Layout::new(&config.ep(1)) else { return Ok(()) };
+        let world = layout.world_size();
+        let failed: Vec<u32> = failed.iter().map(|f| f % world).collect();
+        let Ok(plan) = relayout(&layout, &Failure::new(g, failed), Policy::DropReplica, &RelayoutOptions::default().kinds(vec![Kind::TP, Kind::CP, Kind::PP, Kind::DP])) else { return Ok(()) };
+        for c in plan.kinds() {
+            prop_assert!(c.new.is_empty(), "{} new {:?}", c.kind, c.new);
+            if c.kind != Kind::DP {
+                prop_assert!(c.shrunk.is_empty());
+            }
+        }
+    }
+}
+
+/// The spare policy on a placement: a spare of the failed host's rack
+/// takes its place, so every tp group is still inside one rack.
+#[test]
+fn spare_keeps_must_fit_groups_in_their_domain() {
+    // Two racks of 3 hosts of 4 GPUs; the job uses 4 (tp 8: 2 hosts per group).
+    let hosts =
+        Hosts::parse_plain("a0 r0 4\na1 r0 4\na2 r0 4\nb0 r1 4\nb1 r1 4\nb2 r1 4\n").unwrap();
+    let layout = Layout::new(&Config::new().tp(8).dp(2)).unwrap();
+    let tp = KindGroups::of_layout(&layout, Kind::TP).unwrap();
+    let plan = place(16, &[tp], &hosts, &PlaceOptions::default()).unwrap();
+    assert_eq!(plan.idle.len(), 2);
+    for failed in ["a0", "a1", "b0", "b1"] {
+        let used: Vec<&str> = plan
+            .node_hosts
+            .iter()
+            .map(|&i| hosts.get(i).unwrap().name.as_str())
+            .collect();
+        if !used.contains(&failed) {
+            continue;
+        }
+        let failure = Failure::of_hosts(&plan, &hosts, 0, &[failed]).unwrap();
+        let re = relayout(
+            &layout,
+            &failure,
+            Policy::Spare,
+            &RelayoutOptions::default(),
+        )
+        .unwrap();
+        // The host of every new rank: the old node's, or the spare's.
+        let spares: Vec<usize> = plan.idle.clone();
+        let domain_of_new = |n: u32| -> String {
+            let p = re.rank_map().process(n).unwrap();
+            let host = if p < 16 {
+                plan.node_hosts[(p / 4) as usize]
+            } else {
+                spares[((p - 16) / 4) as usize]
+            };
+            hosts.get(host).unwrap().domain().unwrap().to_string()
+        };
+        for g in re.layout().groups(Kind::TP).unwrap() {
+            let domains: BTreeSet<String> = g.iter().map(domain_of_new).collect();
+            assert_eq!(
+                domains.len(),
+                1,
+                "{failed}: tp group {:?} over {domains:?}",
+                g.to_vec()
+            );
+        }
+        assert_eq!(re.changes(Kind::TP).unwrap().new.len(), 1);
+        let _ = NodeDomains::default();
+    }
+}
+
+/// Errors name the bad value: a failed rank outside the layout, too few
+/// spares, no smaller grid above the minimum dp.
+#[test]
+fn errors_name_the_value() {
+    let layout = worked();
+    let e = relayout(
+        &layout,
+        &Failure::new(4, [1152]),
+        Policy::ShiftRanks,
+        &RelayoutOptions::default(),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("1152"), "{e}");
+    let e = relayout(
+        &layout,
+        &Failure::new(4, [0, 500]),
+        Policy::Spare,
+        &RelayoutOptions::default().min_dp(1),
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("2 node(s) failed and there are 0 spare"),
+        "{e}"
+    );
+    let e = relayout(
+        &layout,
+        &Failure::new(4, [0]),
+        Policy::DropReplica,
+        &RelayoutOptions::default().min_dp(36),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("below the minimum 36"), "{e}");
+    // Next-grid: no smaller dp at or above 36, so a smaller pp (2, dp 71).
+    let plan = relayout(
+        &layout,
+        &Failure::new(4, [0]),
+        Policy::NextGrid,
+        &RelayoutOptions::default().min_dp(36),
+    )
+    .unwrap();
+    assert_eq!(
+        (plan.layout().sizes().pp, plan.layout().sizes().dp),
+        (2, 71)
+    );
+    let e = relayout(
+        &layout,
+        &Failure::new(4, 0..1152),
+        Policy::NextGrid,
+        &RelayoutOptions::default(),
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("no smaller grid fits 0 surviving ranks"),
+        "{e}"
+    );
+}
