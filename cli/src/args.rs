@@ -5,11 +5,12 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use rank_layout::megatron::MegatronJoin;
+use rank_layout::relayout::Policy;
 use rank_layout::{Config, ExpertLayout, Layout, Order};
 use serde::Serialize;
 
 use crate::megatron::MegatronFlags;
-use crate::values::{at_least_one, parse_levels, whole_u32, whole_u64};
+use crate::values::{at_least_one, parse_levels, policy, whole_u32, whole_u64};
 
 /// Process-group rank layouts of distributed training (Megatron-LM
 /// ordering) and named meshes (--mesh, DeviceMesh's --device-mesh): print
@@ -154,6 +155,55 @@ pub enum Command {
     /// then fall, and the launcher files that start each rank there.
     #[command(after_help = HOSTS_HELP)]
     Place(PlaceArgs),
+    /// Plan the re-layout after ranks fail: the new layout, every rank's new
+    /// rank, and which tp, cp, ep, dp and pp groups are kept, shrunk, new or
+    /// gone, under one --policy or every policy side by side
+    #[command(after_help = RELAYOUT_HELP)]
+    Relayout(RelayoutArgs),
+}
+
+/// The policies, for `relayout --help`.
+pub const RELAYOUT_HELP: &str = "Policies: drop-replica (drop the data-parallel replicas holding a failed rank; \
+tp, cp and pp groups kept, dp groups shrunk), spare (--spare-hosts whole nodes take the failed nodes' places), \
+next-grid (the largest valid smaller grid, fewer dp first, then smaller cp, ep, pp or tp), shift-ranks and \
+fill-gaps (nvidia-resiliency-ext's ShiftRanks and FillGaps, then the world trimmed to a valid grid). \
+Without --policy every policy is compared.";
+
+/// The flags of `relayout`.
+#[derive(Debug, Args)]
+pub struct RelayoutArgs {
+    /// The layout before the failure; --gpus-per-node sizes the nodes (and
+    /// the spare nodes).
+    #[command(flatten)]
+    pub setup: SetupArgs,
+    /// The failed ranks: ranks and inclusive ranges, `200-203,517`.
+    #[arg(long = "failed-ranks", value_name = "LIST")]
+    pub failed_ranks: String,
+    /// Whole spare nodes numbered after the old world, --gpus-per-node
+    /// ranks each.
+    #[arg(long = "spare-hosts", value_name = "N", default_value_t = 0, value_parser = whole_u32)]
+    pub spare_hosts: u32,
+    /// The policy (default: every policy, side by side).
+    #[arg(long, value_name = "POLICY", value_parser = policy)]
+    pub policy: Option<Policy>,
+    /// The smallest data-parallel size the new layout may have.
+    #[arg(long = "min-dp", value_name = "N", default_value_t = 1, value_parser = at_least_one)]
+    pub min_dp: u32,
+    /// The global batch to keep by gradient accumulation: the new dp times
+    /// --micro-batch must divide it.
+    #[arg(long = "global-batch", value_name = "N", value_parser = at_least_one)]
+    pub global_batch: Option<u32>,
+    /// The micro-batch size (with --global-batch).
+    #[arg(long = "micro-batch", value_name = "N", default_value_t = 1, value_parser = at_least_one)]
+    pub micro_batch: u32,
+    /// A kind to classify (repeatable; `all`: every kind of the layout;
+    /// default: tp, cp, ep, dp, pp, and etp, edp with experts, those of
+    /// more than one rank per group).
+    #[arg(long = "kind", value_name = "KIND")]
+    pub kinds: Vec<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
 }
 
 /// The host table's formats, for `place --help`.

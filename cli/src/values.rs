@@ -45,3 +45,11 @@ pub fn parse_levels(value: &str) -> Result<Vec<u32>, String> {
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| format!("{value:?} is not a comma-separated list of sizes: {e}"))
 }
+
+/// A re-layout policy by its name (`drop-replica`, `spare`, `next-grid`,
+/// `shift-ranks`, `fill-gaps`).
+pub fn policy(value: &str) -> Result<rank_layout::relayout::Policy, String> {
+    value.trim().parse().map_err(|_| {
+        "expected drop-replica, spare, next-grid, shift-ranks or fill-gaps".to_string()
+    })
+}

@@ -119,6 +119,40 @@ impl Failure {
             .domains(domains))
     }
 
+    /// Checks that every failed rank is one of `layout`'s and that a node
+    /// has GPUs.
+    ///
+    /// ```
+    /// use rank_layout::relayout::Failure;
+    /// use rank_layout::{Config, Layout};
+    /// let layout = Layout::new(&Config::new().tp(8).dp(2))?;
+    /// assert!(Failure::new(8, [15]).check(&layout).is_ok());
+    /// assert!(Failure::new(8, [16]).check(&layout).unwrap_err().to_string().contains("16"));
+    /// # Ok::<(), rank_layout::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::NoRelayout`] naming the first rank outside the layout, or
+    /// GPUs per node of 0.
+    pub fn check(&self, layout: &crate::layout::Layout) -> Result<()> {
+        if self.gpus_per_node == 0 {
+            return Err(Error::NoRelayout {
+                problem: "the GPUs per node must be at least 1".to_string(),
+            });
+        }
+        let (first, end) = (layout.rank_offset(), layout.rank_end());
+        match self
+            .failed
+            .iter()
+            .find(|&&r| r < first || u64::from(r) >= end)
+        {
+            Some(r) => Err(Error::NoRelayout {
+                problem: format!("failed rank {r} is not a rank of the layout ({first}..{end})"),
+            }),
+            None => Ok(()),
+        }
+    }
+
     /// The failed ranks, sorted, each once.
     pub fn failed(&self) -> &[u32] {
         &self.failed

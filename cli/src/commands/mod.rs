@@ -9,6 +9,7 @@ mod describe;
 mod groups;
 mod place;
 mod rank;
+mod relayout;
 mod render;
 mod suggest;
 
@@ -54,5 +55,6 @@ pub fn run(cli: &Cli) -> Result<Outcome, Failure> {
         } => audit::run(setup, *megatron, *format),
         Command::Bridge(args) => bridge::run(args),
         Command::Place(args) => place::run(args),
+        Command::Relayout(args) => relayout::run(args),
     }
 }

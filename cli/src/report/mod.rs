@@ -20,6 +20,7 @@ pub mod mesh;
 pub mod modules;
 pub mod place;
 pub mod rank;
+pub mod relayout;
 pub mod suggest;
 
 use std::fmt;

@@ -34,34 +34,21 @@ impl<'a> Job<'a> {
         failure: &'a Failure,
         options: &'a RelayoutOptions,
     ) -> Result<Job<'a>> {
+        failure.check(layout)?;
         let world = layout.world_size();
         let offset = layout.rank_offset();
         let g = failure.gpus_per_node();
-        if g == 0 {
-            return Err(no("the GPUs per node must be at least 1".to_string()));
-        }
         let spares = failure
             .spares()
             .checked_mul(g)
-            .and_then(|s| s.checked_add(world).map(|_| s))
+            .filter(|s| s.checked_add(world).is_some())
             .ok_or_else(|| {
                 no(format!(
                     "{} spare nodes of {g} GPUs after {world} ranks pass 2^32 ranks",
                     failure.spares()
                 ))
             })?;
-        let mut failed = Vec::with_capacity(failure.failed().len());
-        for &r in failure.failed() {
-            match r.checked_sub(offset).filter(|p| *p < world) {
-                Some(p) => failed.push(p),
-                None => {
-                    return Err(no(format!(
-                        "failed rank {r} is not a rank of the layout ({offset}..{})",
-                        u64::from(offset) + u64::from(world)
-                    )));
-                }
-            }
-        }
+        let failed = failure.failed().iter().map(|r| r - offset).collect();
         Ok(Job {
             layout,
             world,

@@ -12,10 +12,13 @@ use crate::relayout::rank_map::RankMap;
 /// Gives the ranks of `new` (the old layout's shape with `dp2` <= `dp`
 /// replicas) to the processes of `map`:
 ///
-/// 1. the intact replicas (no failed rank), lowest first, become replicas
-///    `0, 1, ...` with every rank at its coordinates;
-/// 2. each further replica is filled position by position (a position is
-///    a rank's coordinates but `dp`) from the survivors of the broken
+/// 1. when the intact replicas (no failed rank) are at least `dp2`, the
+///    first `dp2` of them become replicas `0, 1, ...` in order, every rank
+///    at its coordinates; else every intact replica below `dp2` keeps its
+///    number and those above take the broken replicas' numbers below
+///    `dp2`, lowest first;
+/// 2. each replica still empty is filled position by position (a position
+///    is a rank's coordinates but `dp`) from the survivors of the broken
 ///    replicas at that position, lowest replica first;
 /// 3. the places still empty take the processes left (survivors of other
 ///    positions, unused replicas, then the spares), in process order.
@@ -37,18 +40,32 @@ pub(crate) fn fill(job: &Job<'_>, new: &Layout, map: &mut RankMap) -> Result<u32
             *b = true;
         }
     }
-    // The new replica of each intact old replica, while there is room.
+    // The new replica of each intact old replica. When they are enough,
+    // the first dp2 of them, in order (the data-parallel groups shrink);
+    // else each keeps its place below dp2, those above fill the broken
+    // places, and the places left are refilled position by position.
+    let intact: Vec<u32> = (0..dp)
+        .filter(|&d| broken.get(d as usize) == Some(&false))
+        .collect();
     let mut slot_of = vec![None; dp as usize];
-    let mut next = 0u32;
-    for (d, b) in broken.iter().enumerate() {
-        if !b && next < dp2 {
-            if let Some(s) = slot_of.get_mut(d) {
-                *s = Some(next);
+    let mut refill = Vec::new();
+    if intact.len() as u32 >= dp2 {
+        for (s, &d) in intact.iter().take(dp2 as usize).enumerate() {
+            if let Some(x) = slot_of.get_mut(d as usize) {
+                *x = Some(s as u32);
             }
-            next += 1;
         }
+    } else {
+        let mut holes = (0..dp2).filter(|&d| broken.get(d as usize) == Some(&true));
+        for &d in &intact {
+            let s = if d < dp2 { Some(d) } else { holes.next() };
+            if let Some(x) = slot_of.get_mut(d as usize) {
+                *x = s;
+            }
+        }
+        refill.extend(holes);
     }
-    let intact_used = next;
+    let refilling = !refill.is_empty();
     // One pass over the old ranks: intact replicas placed, broken ones'
     // survivors queued by position, replica 0's positions kept.
     let mut queues: BTreeMap<u32, VecDeque<u32>> = BTreeMap::new();
@@ -57,7 +74,7 @@ pub(crate) fn fill(job: &Job<'_>, new: &Layout, map: &mut RankMap) -> Result<u32
         let at = old.placement(p + off)?;
         let d = at.coord.dp;
         let pos = Coord { dp: 0, ..at.coord };
-        if d == 0 && intact_used < dp2 {
+        if d == 0 && refilling {
             let key = old.rank_with_gtp_remat(at.part, pos, at.gtp_remat)? - off;
             positions.push((key, pos, at.part, at.gtp_remat));
         }
@@ -70,7 +87,7 @@ pub(crate) fn fill(job: &Job<'_>, new: &Layout, map: &mut RankMap) -> Result<u32
                     new.rank_with_gtp_remat(at.part, Coord { dp: s, ..at.coord }, at.gtp_remat)?;
                 map.assign(p, n - off2);
             }
-            None if broken.get(d as usize) == Some(&true) && intact_used < dp2 => {
+            None if broken.get(d as usize) == Some(&true) && refilling => {
                 let key = old.rank_with_gtp_remat(at.part, pos, at.gtp_remat)? - off;
                 queues.entry(key).or_default().push_back(p);
             }
@@ -78,7 +95,7 @@ pub(crate) fn fill(job: &Job<'_>, new: &Layout, map: &mut RankMap) -> Result<u32
         }
     }
     let mut holes = Vec::new();
-    for s in intact_used..dp2 {
+    for &s in &refill {
         for (key, pos, part, gtp) in &positions {
             let n = new.rank_with_gtp_remat(*part, Coord { dp: s, ..*pos }, *gtp)? - off2;
             match queues.get_mut(key).and_then(VecDeque::pop_front) {

@@ -1,0 +1,157 @@
+//! `rank-layout relayout`: the documented interface (`world_size`,
+//! `new_rank`, `kinds`, `new_communicators`, `--policy`, `--spare-hosts`,
+//! `--failed-ranks LIST`), the worked case's table, the comparison of every
+//! policy, and bad input (exit 2, the value named).
+// Test code may unwrap, expect, panic and index: the workspace's clippy
+// restriction lints (Cargo.toml) are for the library and the command.
+#![allow(clippy::restriction)]
+
+mod common;
+
+use common::{fails_with_args, stdout_args};
+use serde_json::Value;
+
+const WORKED: [&str; 10] = [
+    "relayout",
+    "--tp",
+    "8",
+    "--pp",
+    "4",
+    "--dp",
+    "36",
+    "--order",
+    "tp-dp-pp",
+    "--gpus-per-node",
+];
+
+fn plan(extra: &[&str]) -> Value {
+    let mut args: Vec<&str> = WORKED.to_vec();
+    args.push("4");
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--format", "json"]);
+    serde_json::from_str(&stdout_args(&args)).unwrap()
+}
+
+fn new_of(v: &Value, kind: &str) -> u64 {
+    v["kinds"][kind]["new"].as_u64().unwrap()
+}
+
+/// The semantics' table: Megatron order tp-dp-pp, tp 8, pp 4, dp 36 on
+/// 1,152 GPUs (4 per node), ranks 200-203 lost.
+#[test]
+fn worked_case_through_the_command() {
+    let rows = [
+        ("shift-ranks", "0", 1120, [115, 32, 280], 427),
+        ("fill-gaps", "0", 1120, [1, 32, 280], 313),
+        ("drop-replica", "0", 1120, [0, 0, 0], 0),
+        ("spare", "1", 1152, [1, 4, 4], 9),
+    ];
+    for (policy, spares, world, [tp, dp, pp], total) in rows {
+        let v = plan(&[
+            "--failed-ranks",
+            "200-203",
+            "--policy",
+            policy,
+            "--spare-hosts",
+            spares,
+        ]);
+        assert_eq!(v["world_size"], world, "{policy}");
+        assert_eq!(
+            [new_of(&v, "tp"), new_of(&v, "dp"), new_of(&v, "pp")],
+            [tp, dp, pp],
+            "{policy}"
+        );
+        assert_eq!(v["new_communicators"], total, "{policy}");
+        let sum: u64 = v["kinds"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|k| k["new"].as_u64().unwrap())
+            .sum();
+        assert_eq!(v["new_communicators"], sum);
+        // new_rank: every old rank, then every spare rank; failed ranks null,
+        // the new ranks each once.
+        let new_rank = v["new_rank"].as_array().unwrap();
+        assert_eq!(new_rank.len(), 1152 + 4 * spares.parse::<usize>().unwrap());
+        assert!(new_rank[200..204].iter().all(Value::is_null));
+        let mut ranks: Vec<u64> = new_rank.iter().filter_map(Value::as_u64).collect();
+        ranks.sort_unstable();
+        assert_eq!(ranks, (0..world).collect::<Vec<u64>>(), "{policy}");
+    }
+    // Dropping the replica: dp groups shrink, nothing else changes.
+    let v = plan(&["--failed-ranks", "200-203", "--policy", "drop-replica"]);
+    assert_eq!(v["kinds"]["dp"]["shrunk"], 32);
+    assert_eq!(v["kinds"]["tp"]["kept"], 140);
+    assert_eq!(v["kinds"]["pp"]["kept"], 280);
+    // The spare takes ranks 200-203 in order.
+    let v = plan(&[
+        "--failed-ranks",
+        "200-203",
+        "--policy",
+        "spare",
+        "--spare-hosts",
+        "1",
+    ]);
+    let new_rank = v["new_rank"].as_array().unwrap();
+    assert_eq!(
+        new_rank[1152..]
+            .iter()
+            .map(|x| x.as_u64().unwrap())
+            .collect::<Vec<_>>(),
+        [200, 201, 202, 203]
+    );
+}
+
+/// Without --policy every policy is compared; one that cannot go on says
+/// why in its row.
+#[test]
+fn compares_every_policy() {
+    let v = plan(&["--failed-ranks", "200-203,517"]);
+    let rows = v["policies"].as_array().unwrap();
+    let names: Vec<&str> = rows.iter().map(|r| r["policy"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "drop-replica",
+            "spare",
+            "next-grid",
+            "shift-ranks",
+            "fill-gaps"
+        ]
+    );
+    assert!(
+        rows[1]["error"]
+            .as_str()
+            .unwrap()
+            .contains("2 node(s) failed and there are 0 spare")
+    );
+    assert_eq!(rows[0]["plan"]["world_size"], 1088);
+    let table = {
+        let mut args: Vec<&str> = WORKED.to_vec();
+        args.extend_from_slice(&["4", "--failed-ranks", "200-203"]);
+        stdout_args(&args)
+    };
+    assert!(
+        table.lines().next().unwrap().starts_with("policy"),
+        "{table}"
+    );
+    assert!(table.contains("drop-replica"), "{table}");
+}
+
+/// Bad input: exit 2 and the value named on stderr.
+#[test]
+fn bad_input_names_the_value() {
+    let cases: [(&[&str], &str); 5] = [
+        (&["--failed-ranks", "203-200"], "\"203-200\""),
+        (&["--failed-ranks", "x"], "\"x\""),
+        (&["--failed-ranks", "1152"], "failed rank 1152"),
+        (&["--failed-ranks", "1", "--policy", "sideways"], "sideways"),
+        (&["--failed-ranks", "1", "--kind", "tp-xx"], "tp-xx"),
+    ];
+    for (extra, needle) in cases {
+        let mut args: Vec<&str> = WORKED.to_vec();
+        args.push("4");
+        args.extend_from_slice(extra);
+        fails_with_args(&args, needle);
+    }
+}
