@@ -15,6 +15,7 @@
 //! - [`memory`]: the memory a list may take, checked before it is made.
 //! - [`modules`]: the `Modules` class (modules, edges, bridge plans);
 //! - [`machine`]: `place`, a layout or mesh placed on a host table.
+//! - [`relayout`]: `relayout`, the re-layout after a failure.
 #![forbid(unsafe_code)]
 // The doc comments of `#[pyclass]` and `#[pymethods]` items are Python
 // docstrings (reST with doctest examples, run by python/tests), not Markdown.
@@ -32,6 +33,7 @@ mod megatron;
 mod memory;
 mod mesh;
 mod modules;
+mod relayout;
 mod value;
 
 use pyo3::prelude::*;
@@ -50,6 +52,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(megatron::megatron_config, m)?)?;
     m.add_function(wrap_pyfunction!(megatron::audit, m)?)?;
     m.add_function(wrap_pyfunction!(machine::place, m)?)?;
+    m.add_class::<relayout::PyRelayout>()?;
+    m.add_function(wrap_pyfunction!(relayout::relayout, m)?)?;
     // Named apart from the package's `MEGATRON_ARGS` (argument -> key), a
     // dict built from these rows: one `MEGATRON_ARGS` in Python.
     m.add("MEGATRON_TABLE", megatron::table(m.py())?)?;

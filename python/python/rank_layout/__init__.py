@@ -34,7 +34,7 @@ from typing import Optional as _Optional
 from rank_layout._native import CONFIG_KEYS, LayoutError
 from rank_layout._native import MEGATRON_TABLE as _MEGATRON_TABLE
 from rank_layout._native import Layout as _NativeLayout
-from rank_layout._native import Mesh, Modules, megatron_config, place, torchtitan_mesh
+from rank_layout._native import Mesh, Modules, Relayout, megatron_config, place, relayout, torchtitan_mesh
 
 __all__ = [
     "Layout",
@@ -48,6 +48,8 @@ __all__ = [
     "SplitRound",
     "megatron_config",
     "place",
+    "Relayout",
+    "relayout",
     "torchtitan_mesh",
 ]
 
