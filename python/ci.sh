@@ -118,6 +118,20 @@ install_torchtitan() {
   "$PY" -W ignore -c "from torchtitan.distributed.parallel_dims import ParallelDims; import torchtitan; print('torchtitan', '$TORCHTITAN', 'ParallelDims ok')"
 }
 
+# nvidia-resiliency-ext's in-process rank assignments (ShiftRanks, FillGaps),
+# which rank_layout.relayout's policies of those names are tested against
+# (python/tests/test_relayout.py). 0.4.1 is the release for Python 3.11.
+NVRX=0.4.1
+install_nvrx() {
+  if "$PY" -c "import importlib.metadata as m, sys; sys.exit(m.version('nvidia-resiliency-ext') != '$NVRX')" 2>/dev/null; then
+    echo "reusing nvidia-resiliency-ext $NVRX"
+  else
+    echo "installing from PyPI: nvidia-resiliency-ext==$NVRX"
+    "$PY" -m pip install --quiet "nvidia-resiliency-ext==$NVRX"
+  fi
+  "$PY" -W ignore -c "from nvidia_resiliency_ext.inprocess import rank_assignment; print('nvidia-resiliency-ext', '$NVRX', 'rank_assignment ok')"
+}
+
 # --no-build-isolation: build with the venv's maturin rather than download
 # one into a throw-away environment on every run. A release build.
 build() {
@@ -201,6 +215,7 @@ step "virtual environment" make_venv
 step "maturin, pytest, numpy, torch, mypy (installed when missing)" install_tools
 step "megatron-core $MEGATRON_CORE, einops (installed when missing)" install_megatron_core
 step "torchtitan $TORCHTITAN (installed when missing)" install_torchtitan
+step "nvidia-resiliency-ext $NVRX (installed when missing)" install_nvrx
 step "pip install ./python" build
 step "pytest python/tests (megatron-core $MEGATRON_CORE)" run_tests
 step "Python 3.12 environment, megatron-core $MEGATRON_CORE_NEW (installed when missing)" make_venv_new

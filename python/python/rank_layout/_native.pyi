@@ -20,6 +20,8 @@ __all__ = [
     "megatron_config",
     "audit",
     "place",
+    "Relayout",
+    "relayout",
     "MEGATRON_TABLE",
     "_memory_limits",
 ]

@@ -1,0 +1,141 @@
+"""rank_layout.relayout: the re-layout after a failure (the semantics,
+section 11): the worked case's table, the same plan (hash) from Python and
+from the command line, and ShiftRanks/FillGaps against the classes of the
+installed nvidia-resiliency-ext on the same inputs."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import random
+import subprocess
+
+import pytest
+
+from rank_layout import Layout, LayoutError, relayout
+from test_one_vocabulary import command
+
+WORKED = dict(tp=8, pp=4, dp=36, order="tp-dp-pp")
+
+
+@pytest.mark.parametrize(
+    "policy, spares, world, tp_new, dp_new, dp_shrunk, pp_new, total",
+    [
+        ("shift-ranks", 0, 1120, 115, 32, 0, 280, 427),
+        ("fill-gaps", 0, 1120, 1, 32, 0, 280, 313),
+        ("drop-replica", 0, 1120, 0, 0, 32, 0, 0),
+        ("spare", 1, 1152, 1, 4, 0, 4, 9),
+    ],
+)
+def test_worked_case(policy, spares, world, tp_new, dp_new, dp_shrunk, pp_new, total) -> None:
+    plan = relayout(Layout(**WORKED), "200-203", policy=policy, gpus_per_node=4, spare_nodes=spares)
+    assert plan.world_size == world
+    k = plan.kinds
+    assert (k["tp"]["new"], k["dp"]["new"], k["dp"]["shrunk"], k["pp"]["new"]) == (tp_new, dp_new, dp_shrunk, pp_new)
+    assert plan.new_communicators == total == plan.cost["new_communicators"]
+    assert len(plan.new_rank) == 1152 + 4 * spares
+    assert plan.new_rank[200:204] == [None] * 4
+
+
+def test_same_plan_from_python_and_the_command() -> None:
+    for policy in ("drop-replica", "fill-gaps", "next-grid"):
+        plan = relayout(Layout(**WORKED), [517, 200, 201, 202, 203], policy=policy, gpus_per_node=4)
+        out = subprocess.run(
+            [command(), "relayout", "--tp", "8", "--pp", "4", "--dp", "36", "--order", "tp-dp-pp",
+             "--gpus-per-node", "4", "--failed-ranks", "200-203,517", "--policy", policy, "--format", "json"],
+            capture_output=True, text=True, check=True,
+        )
+        theirs = json.loads(out.stdout)
+        assert theirs["hash"] == f"{plan.hash:016x}"
+        assert theirs["new_rank"] == plan.new_rank
+        assert theirs["kinds"] == plan.kinds
+
+
+def test_errors_name_the_value() -> None:
+    with pytest.raises(LayoutError, match="failed rank 1152"):
+        relayout(Layout(**WORKED), [1152], policy="fill-gaps")
+    with pytest.raises(LayoutError, match='"9-3"'):
+        relayout(Layout(**WORKED), "9-3", policy="fill-gaps")
+    with pytest.raises(LayoutError, match="unknown policy"):
+        relayout(Layout(**WORKED), [1], policy="shiftranks")
+    with pytest.raises(LayoutError, match="1 node\\(s\\) failed and there are 0 spare"):
+        relayout(Layout(**WORKED), [1], policy="spare", gpus_per_node=4)
+
+
+NVRX = importlib.util.find_spec("nvidia_resiliency_ext") is not None
+
+
+def nvrx_ranks(cls_name: str, total: int, failed: set[int], old_world: int, divisor: int, trim: bool = True) -> list:
+    """Every process's active rank after the package's rank assignment
+    ``cls_name``, then (``trim``) MaxActiveWorldSize(old_world) and
+    ActiveWorldSizeDivisibleBy(divisor), applied as its Compose does;
+    without ``trim``, the rank the assignment alone gives."""
+    from nvidia_resiliency_ext.inprocess import rank_assignment as ra
+    from nvidia_resiliency_ext.inprocess.state import State
+
+    out = []
+    for p in range(total):
+        if p in failed:
+            out.append(None)
+            continue
+        ctx = ra.RankAssignmentCtx(State(rank=p, world_size=total), None, set(failed))
+        ctx = getattr(ra, cls_name)()(ctx)
+        if not trim:
+            out.append(ctx.state.rank)
+            continue
+        for step in (ra.MaxActiveWorldSize(old_world), ra.ActiveWorldSizeDivisibleBy(divisor)):
+            ctx = step(ctx)
+        out.append(ctx.state.active_rank)
+    return out
+
+
+@pytest.mark.skipif(not NVRX and not os.environ.get("CI"), reason="nvidia-resiliency-ext is not installed")
+@pytest.mark.parametrize("cls_name, policy", [("ShiftRanks", "shift-ranks"), ("FillGaps", "fill-gaps")])
+def test_rank_assignments_match_nvidia_resiliency_ext(cls_name: str, policy: str) -> None:
+    """On random layouts (no experts: every multiple of the model size is a
+    grid), failures and spares, the plan's new ranks are the package's.
+    Where FillGaps' own code disagrees with its documented picture (a failed
+    rank past the new world size: the package then hands out a rank outside
+    its world and leaves a gap), rank-layout follows the picture, and the
+    test asserts the package's own assignment (before the trim) is not a
+    permutation of the survivors there."""
+    rng = random.Random(24)
+    diverged = 0
+    for _ in range(150):
+        tp, pp = rng.choice([1, 2, 4]), rng.choice([1, 2, 3])
+        dp = rng.randint(2, 6)
+        order = rng.choice(["tp-cp-ep-dp-pp", "tp-dp-pp", "tp-pp-dp", "dp-tp-pp"])
+        layout = Layout(tp=tp, pp=pp, dp=dp, order=order)
+        world = layout.world_size
+        g = rng.choice([1, 2]) if world % 2 == 0 else 1
+        spares = rng.randint(0, 2)
+        failed = sorted(set(rng.sample(range(world), rng.randint(1, min(4, world - 1)))))
+        try:
+            plan = relayout(layout, failed, policy=policy, gpus_per_node=g, spare_nodes=spares)
+        except LayoutError as e:
+            assert "no grid" in str(e)
+            continue
+        theirs = nvrx_ranks(cls_name, world + spares * g, set(failed), world, tp * pp)
+        if theirs == plan.new_rank:
+            continue
+        assert cls_name == "FillGaps", (layout, failed, spares, theirs, plan.new_rank)
+        alive = world + spares * g - len(failed)
+        assert any(f >= alive for f in failed)
+        raw = [r for r in nvrx_ranks(cls_name, world + spares * g, set(failed), world, 1, trim=False) if r is not None]
+        assert sorted(raw) != list(range(alive)), (failed, raw)
+        diverged += 1
+    if cls_name == "ShiftRanks":
+        assert diverged == 0
+
+
+@pytest.mark.skipif(not NVRX and not os.environ.get("CI"), reason="nvidia-resiliency-ext is not installed")
+def test_fill_gaps_documented_picture() -> None:
+    """The package's FillGaps docstring: 8 ranks, 1, 4 and 5 lost -> 0 6 2 3 7.
+    rank-layout gives that; the package's code gives 6 -> 4 and 7 -> 5."""
+    layout = Layout(world_size=8)
+    plan = relayout(layout, [1, 4, 5], policy="fill-gaps")
+    by_new = [plan.process(n) for n in range(plan.world_size)]
+    assert by_new == [0, 6, 2, 3, 7]
+    theirs = nvrx_ranks("FillGaps", 8, {1, 4, 5}, 8, 1, trim=False)
+    assert theirs[6] == 4 and theirs[7] == 5
