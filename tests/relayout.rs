@@ -129,6 +129,37 @@ fn check_plan(old: &Layout, failed: &[u32], plan: &Relayout) {
         assert_eq!(map.new_rank(f - old.rank_offset()), None);
     }
     let off2 = new.rank_offset();
+    // Ranks that move: a spare, or another weight shard by coordinates.
+    let same = |a: rank_layout::Sizes, b: rank_layout::Sizes| {
+        (a.tp, a.pp, a.ep, a.etp, a.gtp_remat) == (b.tp, b.pp, b.ep, b.etp, b.gtp_remat)
+    };
+    let mut moved = 0;
+    for p in 0..map.len() {
+        let Some(n) = map.new_rank(p) else { continue };
+        let m = map.is_spare(p) || !same(old.sizes(), new.sizes()) || {
+            let (x, y) = (
+                old.placement(p + old.rank_offset()).unwrap(),
+                new.placement(n + off2).unwrap(),
+            );
+            (
+                x.part,
+                x.coord.tp,
+                x.coord.pp,
+                x.gtp_remat,
+                x.expert.etp,
+                x.expert.ep,
+            ) != (
+                y.part,
+                y.coord.tp,
+                y.coord.pp,
+                y.gtp_remat,
+                y.expert.etp,
+                y.expert.ep,
+            )
+        };
+        moved += u32::from(m);
+    }
+    assert_eq!(plan.cost().moved, moved);
     for changes in plan.kinds() {
         let kind = changes.kind;
         let before = old_index(old, kind);
@@ -233,15 +264,24 @@ proptest! {
     /// (same hash from the failure listed in any order).
     #[test]
     fn plans_match_the_groups((config, spares, failed, g, policy) in arb_case()) {
-        let Ok(layout) = Layout::new(&config) else { return Ok(()) };
+        let layout = Layout::new(&config);
+        prop_assume!(layout.is_ok());
+        let layout = layout.unwrap();
         let world = layout.world_size();
-        if world % g != 0 { return Ok(()); }
+        prop_assume!(world % g == 0);
         let failed: Vec<u32> = failed.iter().map(|f| f % world).collect();
         let policy = Policy::ALL[policy];
         let mut options = RelayoutOptions::default();
         options.kinds = Some(layout.kinds().to_vec());
         let failure = Failure::new(g, failed.iter().copied()).spare_nodes(spares);
-        let Ok(plan) = relayout(&layout, &failure, policy, &options) else { return Ok(()) };
+        let plan = match relayout(&layout, &failure, policy, &options) {
+            Ok(plan) => plan,
+            Err(e) => {
+                // Only a policy that cannot go on: too few spares, no grid.
+                prop_assert!(matches!(e, rank_layout::Error::NoRelayout { .. }), "{e}");
+                return Ok(());
+            }
+        };
         check_plan(&layout, &failed, &plan);
         let mut reversed = failed.clone();
         reversed.reverse();
@@ -254,7 +294,9 @@ proptest! {
     /// `dp` among its axes, and keeps every such group of the replicas left.
     #[test]
     fn drop_replica_creates_nothing((config, _spares, failed, g, _p) in arb_case()) {
-        let Ok(layout) = Layout::new(&config.ep(1)) else { return Ok(()) };
+        let layout = Layout::new(&config.ep(1));
+        prop_assume!(layout.is_ok());
+        let layout = layout.unwrap();
         let world = layout.world_size();
         let failed: Vec<u32> = failed.iter().map(|f| f % world).collect();
         let Ok(plan) = relayout(&layout, &Failure::new(g, failed), Policy::DropReplica, &RelayoutOptions::default().kinds(vec![Kind::TP, Kind::CP, Kind::PP, Kind::DP])) else { return Ok(()) };

@@ -132,6 +132,57 @@ impl Relayout {
         self.hash = h.finish();
     }
 
+    /// By process: whether its weight shard changes, for two layouts of
+    /// one model shape: its position in its tensor, pipeline, expert,
+    /// expert-tensor or weight-shard group, or its grid (encoder or
+    /// decoder), differs. Read from the kinds' group tables, O(ranks) per
+    /// kind.
+    fn moved_shards(&self) -> Result<Vec<bool>> {
+        const NONE: u32 = u32::MAX;
+        let (old, new) = (&self.old, &self.layout);
+        let (off, off2) = (old.rank_offset(), new.rank_offset());
+        let mut moved = vec![false; self.map.len() as usize];
+        let (enc, enc2) = (old.encoder_world_size(), new.encoder_world_size());
+        for n in 0..new.world_size() {
+            if let Some(p) = self.map.process(n) {
+                if (p < enc) != (n < enc2) {
+                    if let Some(m) = moved.get_mut(p as usize) {
+                        *m = true;
+                    }
+                }
+            }
+        }
+        let mut key = vec![NONE; self.map.old_world() as usize];
+        for kind in [Kind::TP, Kind::PP, Kind::EP, Kind::ETP, Kind::GTP_REMAT] {
+            if !old.kinds().contains(&kind) || !new.kinds().contains(&kind) {
+                continue;
+            }
+            key.fill(NONE);
+            for group in &old.groups(kind)?.table()? {
+                for (k, &r) in group.iter().enumerate() {
+                    if let Some(slot) = key.get_mut((r - off) as usize) {
+                        if *slot == NONE {
+                            *slot = k as u32;
+                        }
+                    }
+                }
+            }
+            for group in &new.groups(kind)?.table()? {
+                for (k, &n) in group.iter().enumerate() {
+                    let Some(p) = self.map.process(n - off2) else {
+                        continue;
+                    };
+                    if key.get(p as usize).is_some_and(|&old_k| old_k != k as u32) {
+                        if let Some(m) = moved.get_mut(p as usize) {
+                            *m = true;
+                        }
+                    }
+                }
+            }
+        }
+        Ok(moved)
+    }
+
     pub(crate) fn count_cost(&mut self) -> Result<()> {
         let mut cost = Cost {
             lost_dp: self.old.sizes().dp.saturating_sub(self.layout.sizes().dp),
@@ -146,37 +197,19 @@ impl Relayout {
         let same_model = (a.tp, a.pp, a.ep, a.etp, a.gtp_remat, a.egtp_remat)
             == (b.tp, b.pp, b.ep, b.etp, b.gtp_remat, b.egtp_remat)
             && self.old.has_encoder() == self.layout.has_encoder();
-        let (off, off2) = (self.old.rank_offset(), self.layout.rank_offset());
+        let moved = if same_model {
+            self.moved_shards()?
+        } else {
+            Vec::new()
+        };
         for p in 0..self.map.len() {
             match self.map.fate(p) {
                 Some(Fate::Idle) => cost.idle += 1,
-                Some(Fate::Rank(n)) => {
-                    let moved = if self.map.is_spare(p) || !same_model {
-                        true
-                    } else if p == n && self.old.world_size() == self.layout.world_size() {
-                        false
-                    } else {
-                        let (x, y) = (
-                            self.old.placement(p + off)?,
-                            self.layout.placement(n + off2)?,
-                        );
-                        (
-                            x.part,
-                            x.coord.tp,
-                            x.coord.pp,
-                            x.gtp_remat,
-                            x.expert.etp,
-                            x.expert.ep,
-                        ) != (
-                            y.part,
-                            y.coord.tp,
-                            y.coord.pp,
-                            y.gtp_remat,
-                            y.expert.etp,
-                            y.expert.ep,
-                        )
-                    };
-                    cost.moved += u32::from(moved);
+                Some(Fate::Rank(_)) => {
+                    let m = !same_model
+                        || self.map.is_spare(p)
+                        || moved.get(p as usize).copied().unwrap_or(true);
+                    cost.moved += u32::from(m);
                 }
                 _ => {}
             }

@@ -32,22 +32,33 @@ pub(crate) fn assign(job: &Job<'_>) -> Result<Assigned> {
             job.options.min_dp
         )));
     }
-    let new = match with_dp(old.config(), dp2) {
-        Some(l) => l,
-        None => {
-            let e = Layout::new(&old.config().clone().dp(Some(dp2)).world_size(None))
-                .err()
-                .map(|e| e.to_string())
-                .unwrap_or_default();
-            return Err(no(format!(
-                "dp {dp2} (replicas {dropped:?} dropped) is not a valid grid: {e}"
-            )));
-        }
+    // The grid may need fewer replicas still (the expert grid's edp must
+    // stay whole): the last intact replicas then wait too.
+    let Some((new, dp3)) = (job.options.min_dp.max(1)..=dp2)
+        .rev()
+        .find_map(|d| with_dp(old.config(), d).map(|l| (l, d)))
+    else {
+        let e = Layout::new(&old.config().clone().dp(Some(dp2)).world_size(None))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        return Err(no(format!(
+            "dp {dp2} (replicas {} dropped) is not a valid grid, nor any smaller dp down to {}: {e}",
+            list(&dropped),
+            job.options.min_dp
+        )));
     };
     let mut notes = vec![format!(
-        "replicas {} dropped: dp {dp} -> {dp2}",
+        "replicas {} dropped: dp {dp} -> {dp3}",
         list(&dropped)
     )];
+    if dp3 < dp2 {
+        notes.push(format!(
+            "dp {dp2} is not a valid grid: {} more intact replica(s) wait, for dp {dp3}",
+            dp2 - dp3
+        ));
+    }
+    let dp2 = dp3;
     if let Some((global, micro)) = job.options.global_batch {
         if batch_divides(job.options, dp2) && batch_divides(job.options, dp) {
             notes.push(format!(

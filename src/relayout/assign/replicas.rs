@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use crate::coord::Coord;
+use crate::coord::{Coord, Part};
 use crate::error::Result;
 use crate::layout::Layout;
 use crate::relayout::assign::{Job, no};
@@ -32,7 +32,7 @@ pub(crate) fn fill(job: &Job<'_>, new: &Layout, map: &mut RankMap) -> Result<u32
     let old = job.layout;
     let dp = old.sizes().dp;
     let dp2 = new.sizes().dp;
-    let (off, off2) = (job.offset, new.rank_offset());
+    let off = job.offset;
     let mut broken = vec![false; dp as usize];
     for &p in &job.failed {
         let d = old.placement(p + off)?.coord.dp;
@@ -66,41 +66,48 @@ pub(crate) fn fill(job: &Job<'_>, new: &Layout, map: &mut RankMap) -> Result<u32
         refill.extend(holes);
     }
     let refilling = !refill.is_empty();
+    // The dense grid is a mixed radix: rank = inner + s * (d + dp * outer),
+    // with s the stride of dp; so is the new one, with the same s.
+    let s = dp_stride(old)?;
+    if dp2 > 1 && dp_stride(new)? != s {
+        return Err(no(format!(
+            "the new grid's data-parallel stride differs from the old one's ({s})"
+        )));
+    }
+    let split = |p: u32| (p % s, (p / s) % dp, p / (s * dp));
+    let place = |inner: u32, slot: u32, outer: u32| inner + s * (slot + dp2 * outer);
     // One pass over the old ranks: intact replicas placed, broken ones'
-    // survivors queued by position, replica 0's positions kept.
+    // survivors queued by position (their rank in replica 0).
     let mut queues: BTreeMap<u32, VecDeque<u32>> = BTreeMap::new();
-    let mut positions: Vec<(u32, Coord, crate::coord::Part, u32)> = Vec::new();
     for p in 0..job.world {
-        let at = old.placement(p + off)?;
-        let d = at.coord.dp;
-        let pos = Coord { dp: 0, ..at.coord };
-        if d == 0 && refilling {
-            let key = old.rank_with_gtp_remat(at.part, pos, at.gtp_remat)? - off;
-            positions.push((key, pos, at.part, at.gtp_remat));
-        }
         if !map.is_free(p) {
             continue;
         }
+        let (inner, d, outer) = split(p);
         match slot_of.get(d as usize).copied().flatten() {
-            Some(s) => {
-                let n =
-                    new.rank_with_gtp_remat(at.part, Coord { dp: s, ..at.coord }, at.gtp_remat)?;
-                map.assign(p, n - off2);
-            }
-            None if broken.get(d as usize) == Some(&true) && refilling => {
-                let key = old.rank_with_gtp_remat(at.part, pos, at.gtp_remat)? - off;
-                queues.entry(key).or_default().push_back(p);
+            Some(slot) => map.assign(p, place(inner, slot, outer)),
+            None if refilling && broken.get(d as usize) == Some(&true) => {
+                queues
+                    .entry(inner + s * dp * outer)
+                    .or_default()
+                    .push_back(p);
             }
             None => {}
         }
     }
     let mut holes = Vec::new();
-    for &s in &refill {
-        for (key, pos, part, gtp) in &positions {
-            let n = new.rank_with_gtp_remat(*part, Coord { dp: s, ..*pos }, *gtp)? - off2;
-            match queues.get_mut(key).and_then(VecDeque::pop_front) {
-                Some(p) => map.assign(p, n),
-                None => holes.push(n),
+    let outers = job.world / (s * dp);
+    for &slot in &refill {
+        for outer in 0..outers {
+            for inner in 0..s {
+                let n = place(inner, slot, outer);
+                match queues
+                    .get_mut(&(inner + s * dp * outer))
+                    .and_then(VecDeque::pop_front)
+                {
+                    Some(p) => map.assign(p, n),
+                    None => holes.push(n),
+                }
             }
         }
     }
@@ -123,4 +130,32 @@ pub(crate) fn fill(job: &Job<'_>, new: &Layout, map: &mut RankMap) -> Result<u32
         }
     }
     Ok(filled)
+}
+
+/// The stride of `dp` in `layout`'s rank numbering (ranks counted from its
+/// offset): the rank of coordinate dp = 1, the others 0; checked against
+/// the rank of dp = dp - 1.
+fn dp_stride(layout: &Layout) -> Result<u32> {
+    let dp = layout.sizes().dp;
+    if dp < 2 {
+        return Ok(layout.world_size().max(1));
+    }
+    let off = layout.rank_offset();
+    let at = |d: u32| {
+        layout.rank(
+            Part::Decoder,
+            Coord {
+                dp: d,
+                ..Coord::default()
+            },
+        )
+    };
+    let s = at(1)? - off;
+    if at(dp - 1)? - off != s * (dp - 1) || s == 0 {
+        return Err(no(format!(
+            "the data-parallel axis of {} is not one stride",
+            layout.config()
+        )));
+    }
+    Ok(s)
 }
