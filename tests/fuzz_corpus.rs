@@ -27,6 +27,11 @@ fn corpus_order() {
 }
 
 #[test]
+fn corpus_rank_list() {
+    replay(CORPUS, "rank_list", entries::rank_list);
+}
+
+#[test]
 fn corpus_kind() {
     replay(CORPUS, "kind", entries::kind);
 }

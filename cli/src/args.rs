@@ -177,12 +177,29 @@ pub struct RelayoutArgs {
     #[command(flatten)]
     pub setup: SetupArgs,
     /// The failed ranks: ranks and inclusive ranges, `200-203,517`.
-    #[arg(long = "failed-ranks", value_name = "LIST")]
-    pub failed_ranks: String,
+    #[arg(
+        long = "failed-ranks",
+        value_name = "LIST",
+        required_unless_present = "failed_hosts"
+    )]
+    pub failed_ranks: Option<String>,
     /// Whole spare nodes numbered after the old world, --gpus-per-node
-    /// ranks each.
-    #[arg(long = "spare-hosts", value_name = "N", default_value_t = 0, value_parser = whole_u32)]
+    /// ranks each (without --hosts).
+    #[arg(long = "spare-hosts", value_name = "N", default_value_t = 0, value_parser = whole_u32, conflicts_with = "hosts")]
     pub spare_hosts: u32,
+    /// The host table the job was placed on (as `place` places it): the
+    /// failed hosts' nodes fail, the idle healthy hosts are the spares, and
+    /// the spare policy takes a spare of the failed host's domain first.
+    #[arg(long, value_name = "FILE")]
+    pub hosts: Option<PathBuf>,
+    /// Failed hosts of --hosts, comma-separated (each node's ranks fail).
+    #[arg(
+        long = "failed-hosts",
+        value_name = "HOSTS",
+        value_delimiter = ',',
+        requires = "hosts"
+    )]
+    pub failed_hosts: Vec<String>,
     /// The policy (default: every policy, side by side).
     #[arg(long, value_name = "POLICY", value_parser = policy)]
     pub policy: Option<Policy>,

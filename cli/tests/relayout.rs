@@ -155,3 +155,74 @@ fn bad_input_names_the_value() {
         fails_with_args(&args, needle);
     }
 }
+
+/// With the host table the job was placed on: the failed host's node is
+/// replaced by the idle host of its own rack, so the tp group stays in one.
+#[test]
+fn spare_of_the_same_rack_from_the_host_table() {
+    let dir = common::temp_dir("relayout-hosts");
+    let path = dir.join("hosts.txt");
+    // Racks r0 and r1 of 3 hosts; tp 8 over 2 nodes: one unit per rack,
+    // one idle host per rack (a2, b2), listed in that order as spares.
+    std::fs::write(
+        &path,
+        "a0 r0 4\nb0 r1 4\na1 r0 4\nb1 r1 4\na2 r0 4\nb2 r1 4\n",
+    )
+    .unwrap();
+    let hosts = path.to_str().unwrap();
+    for (failed, spare) in [("a1", "a2"), ("b0", "b2")] {
+        let args = [
+            "relayout",
+            "--hosts",
+            hosts,
+            "--tp",
+            "8",
+            "--dp",
+            "2",
+            "--failed-hosts",
+            failed,
+            "--policy",
+            "spare",
+            "--format",
+            "json",
+        ];
+        let v: Value = serde_json::from_str(&stdout_args(&args)).unwrap();
+        let spares: Vec<&str> = v["spare_hosts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h.as_str().unwrap())
+            .collect();
+        assert_eq!(spares, ["a2", "b2"]);
+        let s = spares.iter().position(|h| *h == spare).unwrap();
+        // The spare's 4 processes (after the 16 ranks) took the failed
+        // node's ranks; the other spare waits.
+        let new_rank = v["new_rank"].as_array().unwrap();
+        assert!(
+            new_rank[16 + 4 * s..20 + 4 * s].iter().all(|r| r.is_u64()),
+            "{failed}: {v}"
+        );
+        assert!(
+            new_rank[16 + 4 * (1 - s)..20 + 4 * (1 - s)]
+                .iter()
+                .all(Value::is_null)
+        );
+        assert_eq!(v["kinds"]["tp"]["new"], 1);
+    }
+    fails_with_args(
+        &[
+            "relayout",
+            "--hosts",
+            hosts,
+            "--tp",
+            "8",
+            "--dp",
+            "2",
+            "--failed-hosts",
+            "zz",
+            "--policy",
+            "spare",
+        ],
+        "\"zz\"",
+    );
+}

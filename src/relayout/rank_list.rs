@@ -3,7 +3,7 @@
 use crate::error::{Error, Result};
 
 /// The most ranks one list may name (ranges are expanded).
-pub const MAX_LISTED_RANKS: u64 = 1 << 24;
+pub const MAX_LISTED_RANKS: u64 = 1 << 20;
 
 /// The ranks of a list such as `200-203,517`: comma-separated ranks and
 /// inclusive ranges `a-b`, blanks around items allowed, in any order;
@@ -40,7 +40,7 @@ pub fn parse_rank_list(text: &str) -> Result<Vec<u32>> {
         }
         listed += u64::from(last - first) + 1;
         if listed > MAX_LISTED_RANKS {
-            return Err(bad(item, "the list names more than 16,777,216 ranks"));
+            return Err(bad(item, "the list names more than 1,048,576 ranks"));
         }
         ranks.extend(first..=last);
     }

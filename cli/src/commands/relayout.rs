@@ -1,8 +1,10 @@
 //! `rank-layout relayout`: the re-layout after ranks fail, under one policy
 //! or every policy side by side.
 
+use rank_layout::machine::{PlaceOptions, Shortfall, default_must_fit, place_layout};
 use rank_layout::relayout::{self, Failure as Lost, Policy, RelayoutOptions, parse_rank_list};
 use rank_layout::{Kind, Layout};
+use rank_layout_cli::hosts_file;
 
 use crate::args::RelayoutArgs;
 use crate::error::{Failure, Outcome};
@@ -27,9 +29,19 @@ pub fn run(args: &RelayoutArgs) -> Result<Outcome, Failure> {
             "relayout takes a layout (its tp, cp, ep, dp and pp), not a mesh".to_string(),
         ));
     };
-    let failed = parse_rank_list(&args.failed_ranks)
-        .map_err(|e| Failure::Message(format!("--failed-ranks: {e}")))?;
-    let lost = Lost::new(setup.topology.gpus_per_node(), failed).spare_nodes(args.spare_hosts);
+    let failed = match &args.failed_ranks {
+        Some(list) => {
+            parse_rank_list(list).map_err(|e| Failure::Message(format!("--failed-ranks: {e}")))?
+        }
+        None => Vec::new(),
+    };
+    let (lost, spare_hosts) = match &args.hosts {
+        Some(path) => placed_failure(args, &layout, path, failed)?,
+        None => (
+            Lost::new(setup.topology.gpus_per_node(), failed).spare_nodes(args.spare_hosts),
+            None,
+        ),
+    };
     lost.check(&layout)?;
     let mut options = RelayoutOptions::default().min_dp(args.min_dp);
     if let Some(global) = args.global_batch {
@@ -41,7 +53,10 @@ pub fn run(args: &RelayoutArgs) -> Result<Outcome, Failure> {
     match args.policy {
         Some(policy) => {
             let plan = relayout::relayout(&layout, &lost, policy, &options)?;
-            emit(&PlanReport::new(&plan), args.format)?;
+            emit(
+                &PlanReport::new(&plan).spare_hosts(spare_hosts),
+                args.format,
+            )?;
         }
         None => {
             let plans = Policy::ALL
@@ -52,6 +67,41 @@ pub fn run(args: &RelayoutArgs) -> Result<Outcome, Failure> {
         }
     }
     Ok(Outcome::Done)
+}
+
+/// The failure of the job as `place` places it on `--hosts`: the
+/// `--failed-hosts`' nodes and the `failed` ranks fail; the idle healthy
+/// hosts are the spares (returned by name, in spare order).
+fn placed_failure(
+    args: &RelayoutArgs,
+    layout: &Layout,
+    path: &std::path::Path,
+    failed: Vec<u32>,
+) -> Result<(Lost, Option<Vec<String>>), Failure> {
+    let hosts = hosts_file::read(path).map_err(Failure::Message)?;
+    let options = PlaceOptions {
+        gpus_per_node: args.setup.gpus_per_node,
+        shortfall: Shortfall::Straddle,
+    };
+    let (_, plan) = place_layout(layout, &default_must_fit(layout), &hosts, &options)?;
+    let names: Vec<&str> = args.failed_hosts.iter().map(String::as_str).collect();
+    let on_hosts = Lost::of_hosts(&plan, &hosts, layout.rank_offset(), &names)?;
+    let spares: Vec<String> = plan
+        .idle
+        .iter()
+        .filter_map(|&i| hosts.get(i))
+        .filter(|h| !names.contains(&h.name.as_str()))
+        .map(|h| h.name.clone())
+        .collect();
+    let mut lost = Lost::new(
+        on_hosts.gpus_per_node(),
+        on_hosts.failed().iter().copied().chain(failed),
+    )
+    .spare_nodes(on_hosts.spares());
+    if let Some(domains) = on_hosts.node_domains() {
+        lost = lost.domains(domains.clone());
+    }
+    Ok((lost, Some(spares)))
 }
 
 /// The `--kind`s: `None` for the library's default; `all` for every kind

@@ -56,6 +56,10 @@ pub struct PlanReport {
     hash: String,
     changes: BTreeMap<String, ChangesOut>,
     notes: Vec<String>,
+    /// With a host table: the spare processes' hosts, in spare order
+    /// (spare `s` holds processes `old_world_size + s*G ..`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    spare_hosts: Option<Vec<String>>,
 }
 
 impl PlanReport {
@@ -109,7 +113,15 @@ impl PlanReport {
             hash: format!("{:016x}", plan.hash()),
             changes,
             notes: plan.notes().to_vec(),
+            spare_hosts: None,
         }
+    }
+
+    /// With the spares' host names.
+    #[must_use]
+    pub fn spare_hosts(mut self, hosts: Option<Vec<String>>) -> PlanReport {
+        self.spare_hosts = hosts;
+        self
     }
 }
 

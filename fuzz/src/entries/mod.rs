@@ -25,6 +25,7 @@ mod megatron_args;
 mod mesh_spec;
 mod modules_file;
 mod order;
+mod rank_list;
 mod shared;
 
 pub use json_config::json_config;
@@ -34,3 +35,4 @@ pub use megatron_args::megatron_args;
 pub use mesh_spec::mesh_spec;
 pub use modules_file::modules_file;
 pub use order::order;
+pub use rank_list::rank_list;
