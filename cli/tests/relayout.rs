@@ -170,8 +170,8 @@ fn spare_of_the_same_rack_from_the_host_table() {
     )
     .unwrap();
     let hosts = path.to_str().unwrap();
-    for (failed, spare) in [("a1", "a2"), ("b0", "b2")] {
-        let args = [
+    let args = |failed: &'static str| -> Vec<String> {
+        let fixed = [
             "relayout",
             "--hosts",
             hosts,
@@ -179,14 +179,18 @@ fn spare_of_the_same_rack_from_the_host_table() {
             "8",
             "--dp",
             "2",
-            "--failed-hosts",
-            failed,
             "--policy",
             "spare",
-            "--format",
-            "json",
+            "--failed-hosts",
+            failed,
         ];
-        let v: Value = serde_json::from_str(&stdout_args(&args)).unwrap();
+        fixed.iter().map(|a| a.to_string()).collect()
+    };
+    for (failed, spare) in [("a1", "a2"), ("b0", "b2")] {
+        let mut a = args(failed);
+        a.extend(["--format".to_string(), "json".to_string()]);
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        let v: Value = serde_json::from_str(&stdout_args(&a)).unwrap();
         let spares: Vec<&str> = v["spare_hosts"]
             .as_array()
             .unwrap()
@@ -209,20 +213,7 @@ fn spare_of_the_same_rack_from_the_host_table() {
         );
         assert_eq!(v["kinds"]["tp"]["new"], 1);
     }
-    fails_with_args(
-        &[
-            "relayout",
-            "--hosts",
-            hosts,
-            "--tp",
-            "8",
-            "--dp",
-            "2",
-            "--failed-hosts",
-            "zz",
-            "--policy",
-            "spare",
-        ],
-        "\"zz\"",
-    );
+    let bad = args("zz");
+    let bad: Vec<&str> = bad.iter().map(String::as_str).collect();
+    fails_with_args(&bad, "\"zz\"");
 }
