@@ -2,7 +2,8 @@
 //! processes: every communicator `Layout::communicators` builds must be the
 //! group `memberships` names (members gathered over MPI, in order; rank =
 //! key), pipeline neighbours must be the layout's, processes outside a
-//! smaller layout get none; the launcher example checks its communicators,
+//! smaller layout get none; a re-layout's split plan of the surviving
+//! communicator builds exactly its new and shrunk groups; the launcher example checks its communicators,
 //! refuses a layout larger than the world on every rank, and a rank that
 //! panics ends the whole job with a non-zero status instead of a hang.
 //!
@@ -570,6 +571,104 @@ fn check_layout(world: &SimpleCommunicator, layout: &Layout) -> Result<(), Strin
     Ok(())
 }
 
+/// The re-layouts of the suite: two layouts of the world, every policy
+/// but `spare` (the world has no spare process).
+fn relayouts(n: u32) -> Vec<(String, Layout, rank_layout::relayout::Policy)> {
+    let configs = [
+        Config::new().tp(2).pp(2).world_size(Some(n)),
+        Config::new()
+            .tp(2)
+            .cp(2)
+            .world_size(Some(n))
+            .order("tp-dp-cp-pp".parse().unwrap()),
+    ];
+    let mut out = Vec::new();
+    for config in configs {
+        let layout = Layout::new(&config).expect("a valid layout");
+        for policy in rank_layout::relayout::Policy::ALL {
+            if policy != rank_layout::relayout::Policy::Spare {
+                out.push((
+                    format!("relayout {policy} {config}"),
+                    layout.clone(),
+                    policy,
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// After process 3 "fails" (it leaves the surviving communicator, a split
+/// of the world), every survivor computes the plan of `policy` and runs
+/// its split plan: each communicator built is the new layout's group
+/// (size, rank = key, and the members' new ranks gathered in order), and
+/// exactly the groups the plan calls new or shrunk are built.
+fn check_relayout(
+    world: &SimpleCommunicator,
+    layout: &Layout,
+    policy: rank_layout::relayout::Policy,
+) -> Result<(), String> {
+    use rank_layout::mpi::rsmpi::topology::Color;
+    use rank_layout::relayout::{Failure, RelayoutOptions, relayout};
+    let me = world.rank() as u32;
+    let failed = 3;
+    let color = if me == failed {
+        Color::undefined()
+    } else {
+        Color::with_value(0)
+    };
+    let survivors = world.split_by_color_with_key(color, me as i32);
+    let Some(survivors) = survivors else {
+        return Ok(());
+    };
+    let options = RelayoutOptions::default().kinds(layout.kinds().to_vec());
+    let plan = relayout(layout, &Failure::new(2, [failed]), policy, &options)
+        .map_err(|e| e.to_string())?;
+    let comms = plan
+        .communicators(&survivors, me)
+        .map_err(|e| e.to_string())?;
+    if comms.rank != plan.rank_map().new_rank(me) {
+        return Err(format!("rank {:?}", comms.rank));
+    }
+    for (kind, built) in &comms.sets {
+        let changes = plan.changes(*kind).ok_or("a kind of the plan")?;
+        let want = match comms.rank {
+            Some(n) => plan
+                .layout()
+                .split(n, *kind)
+                .map_err(|e| e.to_string())?
+                .filter(|s| {
+                    changes.is_new(s.color) || changes.shrunk.iter().any(|x| x.new_color == s.color)
+                }),
+            None => None,
+        };
+        match (built, want) {
+            (None, None) => {}
+            (Some(g), Some(s)) => {
+                let members = g.group.to_vec();
+                if (g.color, g.key) != (s.color, s.key)
+                    || g.comm.size() as usize != members.len()
+                    || g.comm.rank() as u32 != g.key
+                {
+                    return Err(format!(
+                        "{kind}: built {} {} for {s:?} of {members:?}",
+                        g.color, g.key
+                    ));
+                }
+                let mut gathered = vec![0i32; members.len()];
+                g.comm
+                    .all_gather_into(&(comms.rank.unwrap_or(0) as i32), &mut gathered[..]);
+                let gathered: Vec<u32> = gathered.into_iter().map(|r| r as u32).collect();
+                if gathered != members {
+                    return Err(format!("{kind}: gathered {gathered:?}, group {members:?}"));
+                }
+            }
+            (b, w) => return Err(format!("{kind}: built {}, plan {w:?}", b.is_some())),
+        }
+    }
+    Ok(())
+}
+
 /// Whether `result` is `Ok` on every process of `world` (reporting this
 /// process's failure under `name`).
 fn everywhere(world: &SimpleCommunicator, name: &str, result: Result<(), String>) -> bool {
@@ -596,6 +695,13 @@ fn suite(world: &SimpleCommunicator) -> ExitCode {
     }
     for (name, modules) in modules(world.size() as u32) {
         outcomes.push(everywhere(world, name, check_modules(world, &modules)));
+    }
+    for (name, layout, policy) in relayouts(world.size() as u32) {
+        outcomes.push(everywhere(
+            world,
+            &name,
+            check_relayout(world, &layout, policy),
+        ));
     }
     let passed = outcomes.iter().filter(|ok| **ok).count();
     let failed = outcomes.len() - passed;
@@ -692,7 +798,7 @@ fn scenarios() -> Vec<Scenario> {
                 let j = job(n, "suite", &[], &[])?;
                 let want = format!(
                     "suite: {} passed, 0 failed",
-                    layouts(n).len() + meshes(n).len() + modules(n).len()
+                    layouts(n).len() + meshes(n).len() + modules(n).len() + relayouts(n).len()
                 );
                 if j.code == Some(0) && j.stdout.contains(&want) {
                     Ok(())

@@ -40,6 +40,7 @@ mod comms;
 mod mesh;
 mod modules;
 mod rank;
+mod relayout;
 
 /// The rsmpi crate this module is built against, whole, for what a
 /// launcher needs beyond the types above (collectives, environment).
@@ -51,6 +52,7 @@ pub use comms::{Communicators, GroupComm, Peer};
 pub use mesh::MeshCommunicators;
 pub use modules::{ModulesCommunicators, SplitComm};
 pub use rank::{from_mpi_rank, to_mpi_rank};
+pub use relayout::RelayoutCommunicators;
 
 use ::mpi::topology::Color;
 
