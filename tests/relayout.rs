@@ -362,6 +362,60 @@ fn spare_keeps_must_fit_groups_in_their_domain() {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 120, ..ProptestConfig::default() })]
+
+    /// A placement's must-fit kinds still fit: on random racks, with the
+    /// job placed so that every tp group is inside one rack, the failure of
+    /// any used host under the spare policy keeps every tp group inside one
+    /// rack whenever its rack has an idle host left; and dropping the
+    /// replica keeps every tp group on the hosts it had.
+    #[test]
+    fn must_fit_groups_still_fit(racks in prop::collection::vec(2usize..6, 2..5), tp_nodes in 1u32..3, pick in 0usize..1000) {
+        let g = 2;
+        let mut table = String::new();
+        for i in 0..racks.iter().max().copied().unwrap_or(0) {
+            for (r, &n) in racks.iter().enumerate() {
+                if i < n {
+                    table.push_str(&format!("h{r}x{i} r{r} {g}\n"));
+                }
+            }
+        }
+        let hosts = Hosts::parse_plain(&table).unwrap();
+        let tp = tp_nodes * g;
+        let whole: u32 = racks.iter().map(|&n| n as u32 / tp_nodes).sum();
+        prop_assume!(whole >= 2);
+        let dp = whole - 1; // one unit short of the racks: idle hosts remain
+        let layout = Layout::new(&Config::new().tp(tp).dp(dp)).unwrap();
+        let must = KindGroups::of_layout(&layout, Kind::TP).unwrap();
+        let plan = place(layout.world_size(), &[must], &hosts, &PlaceOptions::default()).unwrap();
+        let failed_node = pick % plan.node_hosts.len();
+        let failed_host = hosts.get(plan.node_hosts[failed_node]).unwrap().name.clone();
+        let failure = Failure::of_hosts(&plan, &hosts, 0, &[failed_host.as_str()]).unwrap();
+        let spares: Vec<usize> = plan.idle.clone();
+        let rack_of_failed = hosts.get(plan.node_hosts[failed_node]).unwrap().domain().unwrap().to_string();
+        let same_rack_spare = spares.iter().any(|&i| hosts.get(i).unwrap().domain() == Some(&rack_of_failed));
+        let world = layout.world_size();
+        let host_of = |plan_map: &Relayout, n: u32| -> usize {
+            let p = plan_map.rank_map().process(n).unwrap();
+            if p < world { plan.node_hosts[(p / g) as usize] } else { spares[((p - world) / g) as usize] }
+        };
+        let re = relayout(&layout, &failure, Policy::Spare, &RelayoutOptions::default()).unwrap();
+        if same_rack_spare {
+            for group in re.layout().groups(Kind::TP).unwrap() {
+                let racks: BTreeSet<String> = group.iter().map(|n| hosts.get(host_of(&re, n)).unwrap().domain().unwrap().to_string()).collect();
+                prop_assert_eq!(racks.len(), 1);
+            }
+        }
+        if let Ok(dropped) = relayout(&layout, &failure, Policy::DropReplica, &RelayoutOptions::default()) {
+            for group in dropped.layout().groups(Kind::TP).unwrap() {
+                let racks: BTreeSet<String> = group.iter().map(|n| hosts.get(host_of(&dropped, n)).unwrap().domain().unwrap().to_string()).collect();
+                prop_assert_eq!(racks.len(), 1);
+            }
+        }
+    }
+}
+
 /// Errors name the bad value: a failed rank outside the layout, too few
 /// spares, no smaller grid above the minimum dp.
 #[test]
