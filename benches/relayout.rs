@@ -8,18 +8,63 @@
 //!   groups of the same kinds into tables once, the least any tool that
 //!   rebuilds every group from a rank list must do, for scale.
 //!
-//! After the timings, the plan's own size (its changed-group lists) is
-//! printed against the size of every group of the kinds classified.
+//! After the timings, each plan's memory is printed, counted by a global
+//! allocator: the peak while it is computed (transient: the rank map and,
+//! one kind at a time, its group tables, all O(ranks)), and what the plan
+//! keeps (the rank map, O(ranks), and the changed groups' lists, O(changed
+//! groups)), against every group of the kinds classified as tables.
 // Benchmark code may unwrap, expect, panic and index: the workspace's clippy
 // restriction lints (Cargo.toml) are for the library and the command.
 #![allow(clippy::restriction)]
 // `criterion_group!` defines an undocumented public function.
 #![allow(missing_docs)]
 
+use std::alloc::{GlobalAlloc, Layout as Allocation, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use criterion::{Criterion, criterion_group, criterion_main};
 use rank_layout::relayout::{Failure, Policy, RelayoutOptions, default_kinds, relayout};
 use rank_layout::{Config, Layout};
 use std::hint::black_box;
+
+/// Bytes allocated now, and the most since the last reset.
+static NOW: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+struct Counting;
+
+// SAFETY: every call is forwarded to the system allocator unchanged; only
+// the byte counts are kept beside it.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Allocation) -> *mut u8 {
+        grow(layout.size());
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Allocation) -> *mut u8 {
+        grow(layout.size());
+        unsafe { System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Allocation) {
+        NOW.fetch_sub(layout.size(), Ordering::Relaxed);
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Allocation, new_size: usize) -> *mut u8 {
+        NOW.fetch_sub(layout.size(), Ordering::Relaxed);
+        grow(new_size);
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+fn grow(bytes: usize) {
+    let now = NOW.fetch_add(bytes, Ordering::Relaxed) + bytes;
+    PEAK.fetch_max(now, Ordering::Relaxed);
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
 
 fn relayouts(c: &mut Criterion) {
     let layout =
@@ -55,26 +100,34 @@ fn relayouts(c: &mut Criterion) {
         })
     });
     g.finish();
-    // The plan's size against every group's.
-    let all: u64 = kinds
+    // Memory: each plan's peak and what it keeps, against every group of
+    // its kinds as tables.
+    let before = NOW.load(Ordering::Relaxed);
+    let tables: Vec<_> = kinds
         .iter()
-        .map(|&k| layout.groups(k).map(|g| g.member_count()).unwrap_or(0))
-        .sum();
+        .map(|&k| layout.groups(k).and_then(|g| g.table()).expect("a table"))
+        .collect();
+    let all = NOW.load(Ordering::Relaxed) - before;
+    drop(tables);
     for policy in Policy::ALL {
+        let before = NOW.load(Ordering::Relaxed);
+        PEAK.store(before, Ordering::Relaxed);
         let plan = relayout(&layout, &failure, policy, &options).expect("a plan");
-        let listed: usize = plan
+        let peak = PEAK.load(Ordering::Relaxed) - before;
+        let kept = NOW.load(Ordering::Relaxed) - before;
+        let changed: usize = plan
             .kinds()
             .iter()
-            .map(|c| {
-                c.new.len()
-                    + c.gone.len()
-                    + c.shrunk.iter().map(|s| 2 + s.exclude.len()).sum::<usize>()
-            })
+            .map(|c| c.new.len() + c.gone.len() + c.shrunk.len())
             .sum();
         println!(
-            "relayout/{policy}: {} new communicators; the plan lists {listed} numbers, every group of its {} kinds is {all} members",
+            "relayout/{policy}: {} new communicators, {changed} groups changed; peak {:.1} MB, the plan keeps {:.2} MB (rank map {:.2} MB); every group of the {} kinds as tables: {:.1} MB",
             plan.cost().new_communicators,
-            kinds.len()
+            peak as f64 / 1e6,
+            kept as f64 / 1e6,
+            (plan.rank_map().len() as usize * 8) as f64 / 1e6,
+            kinds.len(),
+            all as f64 / 1e6
         );
     }
 }
