@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # CI of the Python package: build it with maturin and run its pytest suite,
-# the 8- and 16-process torch.distributed (gloo) tests included, against
+# the 8- and 16-process torch.distributed (gloo) tests and the placed
+# launches (mpirun, torchrun, network namespaces) included, against
 # megatron-core 0.16.1 (Python 3.11), then the megatron-core tests again
 # against 0.19.2 (Python 3.12) in a second environment.
 #
@@ -132,6 +133,26 @@ install_nvrx() {
   "$PY" -W ignore -c "from nvidia_resiliency_ext.inprocess import rank_assignment; print('nvidia-resiliency-ext', '$NVRX', 'rank_assignment ok')"
 }
 
+# The placed launches of python/tests/test_launch.py need Open MPI's mpirun
+# and iproute2's ip (network namespaces); installed from Debian when
+# missing and this is root with apt-get (.ci/run installs Open MPI too).
+# Without them those tests fail under CI=true, and say what is missing.
+install_launchers() {
+  local missing=()
+  command -v mpirun >/dev/null 2>&1 || missing+=(openmpi-bin)
+  command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+  if [ ${#missing[@]} -gt 0 ] && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    echo "installing from Debian: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq "${missing[@]}" >/dev/null
+  elif [ ${#missing[@]} -gt 0 ]; then
+    echo "missing, not installed (needs root and apt-get): ${missing[*]}"
+  fi
+  mpirun --version 2>/dev/null | head -n 1 || true
+  ip -V 2>/dev/null || true
+}
+
 # --no-build-isolation: build with the venv's maturin rather than download
 # one into a throw-away environment on every run. A release build.
 build() {
@@ -216,6 +237,7 @@ step "maturin, pytest, numpy, torch, mypy (installed when missing)" install_tool
 step "megatron-core $MEGATRON_CORE, einops (installed when missing)" install_megatron_core
 step "torchtitan $TORCHTITAN (installed when missing)" install_torchtitan
 step "nvidia-resiliency-ext $NVRX (installed when missing)" install_nvrx
+step "Open MPI and iproute2 for the placed launches (installed when missing)" install_launchers
 step "pip install ./python" build
 step "pytest python/tests (megatron-core $MEGATRON_CORE)" run_tests
 step "Python 3.12 environment, megatron-core $MEGATRON_CORE_NEW (installed when missing)" make_venv_new

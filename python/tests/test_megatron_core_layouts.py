@@ -16,7 +16,9 @@ test_megatron_core.py."""
 from __future__ import annotations
 
 import inspect
+import json
 import random
+import re
 import warnings
 from collections import defaultdict
 from contextlib import contextmanager
@@ -287,3 +289,61 @@ def test_parallel_state_offers_every_getter() -> None:
     names = set(mcw.getter_names(parallel_state))
     missing = {n for n in names if not hasattr(rl_megatron.ParallelState, n)}
     assert missing == set(mcw.NOT_ON_PARALLEL_STATE) & names
+
+
+def remap(value: Any, rank_map: list[int], ranks: bool) -> Any:
+    """A normalized answer of Megatron-Core's at logical rank r, as the
+    drop-in with ``rank_map`` answers at torch rank ``rank_map[r]``: a
+    group's members (and, where ``ranks``, every int: a global rank) become
+    torch ranks; group ranks, sizes and everything else stay."""
+    if isinstance(value, list) and value[:1] == ["group"]:
+        return ["group", [rank_map[r] for r in value[1]], *value[2:]]
+    if isinstance(value, list) and value[:1] == ["raises"]:
+        return value
+    if isinstance(value, list):
+        return [remap(v, rank_map, ranks) for v in value]
+    if ranks and isinstance(value, int) and not isinstance(value, bool):
+        return rank_map[value]
+    return value
+
+
+RANK_VALUED = re.compile(r"(_src_rank|_first_rank|_last_rank|_next_rank|_prev_rank|_global_ranks)\(|_RANKS")
+
+
+@pytest.mark.parametrize("args", GETTER_SETS[:12], ids=lambda a: ",".join(f"{k}={v}" for k, v in a.items())[:90])
+def test_rank_map_answers_as_megatron_core_at_the_logical_rank(args: dict[str, Any]) -> None:
+    """With a shuffled rank map, the drop-in on torch rank rank_map[r]
+    answers every getter and holds every global as Megatron-Core's own
+    initialization on rank r, its global ranks through the map."""
+    args = dict(args)
+    world = args.pop("world")
+    rank_map = list(range(world))
+    random.Random(world).shuffle(rank_map)
+    calls = mcw.getter_calls(parallel_state)
+    with fake_world(world, 0):
+        mcw.reset(parallel_state)  # every global present, as after any test
+    diffs: list[str] = []
+    moved = 0
+    for logical in sorted({0, 1, world // 2 + 1, world - 1}):
+        with fake_world(world, logical):
+            megatron_init(**args)
+            theirs = mcw.answers(parallel_state, calls)
+            their_globals = mcw.module_globals(parallel_state)
+        with fake_world(world, rank_map[logical]):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                rl_megatron.initialize_model_parallel(**args, rank_map=rank_map)
+            ours = mcw.answers(parallel_state, calls)
+            our_globals = mcw.module_globals(parallel_state)
+        want = {k: remap(v, rank_map, bool(RANK_VALUED.search(k))) for k, v in theirs.items()}
+        want_globals = {k: remap(v, rank_map, bool(RANK_VALUED.search(k))) for k, v in their_globals.items()}
+        pgs = their_globals["_global_process_group_list"]
+        if pgs is not None:
+            want_globals["_global_process_group_list"] = sorted(
+                json.dumps(remap(json.loads(g), rank_map, False)) for g in pgs
+            )
+        diffs += mcw.compare(want, ours, f"logical rank {logical} getters")
+        diffs += mcw.compare(want_globals, our_globals, f"logical rank {logical} globals")
+        moved += our_globals != their_globals  # the map did move ranks
+    assert not diffs, "\n".join(diffs[:30])
+    assert moved

@@ -64,7 +64,7 @@ def test_torch_package_all() -> None:
     from rank_layout.torch import _groups, _new_groups, modules
 
     assert sorted(rl_torch.__all__) == sorted(
-        ["new_groups", "METHODS", "new_module_groups", "ModuleGroups", "device_mesh", "torchtitan_meshes"]
+        ["new_groups", "gather_rank_map", "METHODS", "new_module_groups", "ModuleGroups", "device_mesh", "torchtitan_meshes"]
     )
     assert rl_torch.new_groups is _new_groups.new_groups
     assert rl_torch.GroupSpec is _groups.GroupSpec and rl_torch.build_groups is _groups.build_groups

@@ -8,8 +8,10 @@ import json
 import multiprocessing
 import socket
 import time
+import traceback
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import pytest
 
@@ -65,3 +67,29 @@ def run_world(
         )
     print(f"{world} processes: {time.monotonic() - start:.1f} s")
     return results
+
+
+@contextmanager
+def recorded(out: Any, rank: int, result: dict[str, Any]) -> Iterator[None]:
+    """A process's body: ``result`` is written to ``out/<rank>.json``
+    however the body ends, with the traceback under ``error`` when it
+    raised (and the exception raised on)."""
+    try:
+        yield
+    except BaseException:
+        result["error"] = traceback.format_exc()
+        raise
+    finally:
+        Path(out, f"{rank}.json").write_text(json.dumps(result))
+
+
+def closing_all_reduce(world: int) -> None:
+    """The world still works after everything: a last all-reduce over the
+    default group, then its end."""
+    import torch
+    import torch.distributed as dist
+
+    t = torch.ones(1)
+    dist.all_reduce(t)
+    assert t.item() == world
+    dist.destroy_process_group()

@@ -30,6 +30,8 @@ Real ``torch.distributed`` process groups: :func:`rank_layout.torch.new_groups`
 from typing import Any as _Any
 from typing import NamedTuple as _NamedTuple
 from typing import Optional as _Optional
+from typing import Sequence as _Sequence
+from typing import Union as _Union
 
 from rank_layout._native import CONFIG_KEYS, LayoutError
 from rank_layout._native import MEGATRON_TABLE as _MEGATRON_TABLE
@@ -50,6 +52,7 @@ __all__ = [
     "place",
     "Relayout",
     "relayout",
+    "placement_rank_map",
     "torchtitan_mesh",
 ]
 
@@ -195,3 +198,91 @@ class Layout(_NativeLayout):
         config = megatron_config(args)
         config.update(overrides)
         return cls(**config)
+
+
+def placement_rank_map(
+    placement: _Union[dict[str, _Any], _Sequence[str]],
+    launcher_hosts: _Sequence[_Union[str, tuple[str, int]]],
+    gpus_per_node: _Optional[int] = None,
+) -> list[int]:
+    """The rank map of a placed job: ``rank_map[r]`` is the launcher's
+    (``torch.distributed``'s) rank of the process that runs logical rank
+    ``r`` of the placement, for the ``rank_map=`` of
+    :func:`rank_layout.torch.new_groups` and
+    :func:`rank_layout.torch.megatron.initialize_model_parallel`.
+
+    ``placement`` is what :func:`place` returned (its ``node_hosts`` and
+    ``gpus_per_node``) or the host of each logical node in order (then
+    ``gpus_per_node`` is needed). Logical rank ``r`` runs on the host of
+    node ``r // G``, GPU (local rank) ``r % G``. ``launcher_hosts[t]`` is
+    where the launcher put its rank ``t``: ``(host, local_rank)``, or the
+    host alone (the local ranks then count the host's processes in
+    launcher order). Host names must be spelled as in the placement.
+
+    >>> placement = {"node_hosts": ["b", "a"], "gpus_per_node": 2}
+    >>> placement_rank_map(placement, ["a", "a", "b", "b"])  # c10d sorted a first
+    [2, 3, 0, 1]
+    >>> placement_rank_map(["b", "a"], [("a", 1), ("a", 0), ("b", 0), ("b", 1)], 2)
+    [2, 3, 1, 0]
+
+    Raises :class:`LayoutError` when the launcher's processes are not
+    exactly the placement's: a host the placement does not use (idle,
+    spare), a local rank out of range or given twice, a missing process.
+    """
+    if isinstance(placement, dict):
+        try:
+            nodes = list(placement["node_hosts"])
+        except KeyError:
+            raise LayoutError("placement has no node_hosts (pass what rank_layout.place returned)") from None
+        per_node = placement.get("gpus_per_node") if gpus_per_node is None else gpus_per_node
+    elif isinstance(placement, str):
+        raise LayoutError("placement must be place()'s dict or a list of host names, got a str")
+    else:
+        nodes, per_node = list(placement), gpus_per_node
+    if per_node is None:
+        raise LayoutError("gpus_per_node is needed with a list of node hosts")
+    if isinstance(per_node, bool) or not isinstance(per_node, int) or per_node < 1:
+        raise LayoutError(f"gpus_per_node must be a positive int, got {per_node!r}")
+    slot: dict[str, int] = {}
+    for n, host in enumerate(nodes):
+        if not isinstance(host, str):
+            raise LayoutError(f"node {n}'s host must be a str, got {host!r}")
+        if host in slot:
+            raise LayoutError(f"host {host!r} holds nodes {slot[host]} and {n}")
+        slot[host] = n
+    world = len(nodes) * per_node
+    if isinstance(launcher_hosts, str):
+        raise LayoutError("launcher_hosts must be a sequence (one entry per launcher rank), got a str")
+    launched = list(launcher_hosts)
+    if len(launched) != world:
+        raise LayoutError(
+            f"the launcher has {len(launched)} processes; the placement runs {world} "
+            f"({len(nodes)} nodes of {per_node})"
+        )
+    counted: dict[str, int] = {}
+    rank_map = [-1] * world
+    for t, entry in enumerate(launched):
+        if isinstance(entry, str):
+            host = entry
+            local = counted.get(host, 0)
+            counted[host] = local + 1
+        else:
+            try:
+                host, local = entry
+            except (TypeError, ValueError):
+                raise LayoutError(
+                    f"launcher rank {t}: expected a host name or (host, local_rank), got {entry!r}"
+                ) from None
+            if isinstance(local, bool) or not isinstance(local, int):
+                raise LayoutError(f"launcher rank {t}: local rank must be an int, got {local!r}")
+        if host not in slot:
+            raise LayoutError(f"launcher rank {t} runs on {host!r}, a host the placement does not use")
+        if not 0 <= local < per_node:
+            raise LayoutError(f"launcher rank {t} on {host!r}: local rank {local} is not below {per_node}")
+        logical = slot[host] * per_node + local
+        if rank_map[logical] >= 0:
+            raise LayoutError(
+                f"launcher ranks {rank_map[logical]} and {t} are both local rank {local} of {host!r}"
+            )
+        rank_map[logical] = t
+    return rank_map

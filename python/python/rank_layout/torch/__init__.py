@@ -95,6 +95,24 @@ progress independently (the reason for Megatron-Core's second data-parallel
 group, ``create_all_gather_group``): a communicator runs its operations in
 order.
 
+Placed jobs: rank maps
+----------------------
+``rank_map=`` (in :func:`new_groups`, :func:`new_module_groups` and the
+Megatron-Core drop-in) runs the layout on a job whose launcher chose its
+own rank order: ``rank_map[r]`` is the ``torch.distributed`` rank of the
+process that runs the layout's (logical) rank ``r``, a permutation of the
+default group. :func:`gather_rank_map` builds it from a placement
+(:func:`rank_layout.place`) and every process's host and local rank;
+:func:`rank_layout.placement_rank_map` without torch. Each group is then
+created with its members' torch ranks, in the layout's order, and every
+rank still makes the same calls in the same order (the map is checked,
+on every rank, before any group). torch's ``new_group`` sorts members by
+torch rank unless told ``sort_ranks=False``, which rank-layout passes
+where torch has it (2.15 does): group ranks are then what they are
+without a map (the key). On a torch without it, group ranks follow torch
+ranks and rank-layout warns. A whole-world kind is the default group only
+under the identity map.
+
 Multi-module models
 -------------------
 :func:`new_module_groups` (:mod:`rank_layout.torch.modules`) builds the
@@ -118,7 +136,7 @@ torch is imported by this package only: ``import rank_layout`` never needs it.
 # where they are defined, never from this package. _groups comes first: it
 # raises the ImportError saying torch is needed.
 from rank_layout.torch._groups import METHODS, GroupSpec, build_groups, check_world  # noqa: F401
-from rank_layout.torch._new_groups import ProcessGroups, new_groups  # noqa: F401
+from rank_layout.torch._new_groups import ProcessGroups, gather_rank_map, new_groups  # noqa: F401
 from rank_layout.torch.modules import ModuleGroups, new_module_groups
 from rank_layout.torch.device_mesh import device_mesh  # the function shadows its module's name
 from rank_layout.torch.torchtitan import torchtitan_meshes
@@ -128,6 +146,7 @@ from rank_layout.torch.torchtitan import torchtitan_meshes
 # building blocks), so not in __all__.
 __all__ = [
     "new_groups",
+    "gather_rank_map",
     "METHODS",
     "new_module_groups",
     "ModuleGroups",

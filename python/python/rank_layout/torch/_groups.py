@@ -9,6 +9,8 @@ group."""
 from __future__ import annotations
 
 import inspect
+import operator
+import warnings
 from datetime import timedelta
 from typing import Any, Callable, NamedTuple, Optional, Sequence
 
@@ -59,8 +61,48 @@ class GroupSpec(NamedTuple):
     everyone: bool = False
 
 
-def check_world(layout: Layout) -> tuple[int, Optional[int]]:
-    """This rank, and its rank in the layout (``None`` when outside);
+class RankMap:
+    """A rank map checked against the default group: ``torch_rank[logical]``
+    is the ``torch.distributed`` rank of logical rank ``logical`` (the rank
+    the layout speaks of), ``logical[torch]`` the inverse. Without a map
+    (``None``) both are the identity."""
+
+    def __init__(self, rank_map: Any, world: int) -> None:
+        if rank_map is None:
+            self.torch_rank: Optional[list[int]] = None
+            self.logical: Optional[list[int]] = None
+            return
+        if isinstance(rank_map, (str, bytes)):
+            raise LayoutError(f"rank_map must be a sequence of ints, got {type(rank_map).__name__}")
+        try:
+            ranks = [operator.index(r) for r in rank_map]
+        except TypeError:
+            raise LayoutError("rank_map must be a sequence of ints (logical rank -> torch rank)") from None
+        if len(ranks) != world:
+            raise LayoutError(
+                f"rank_map has {len(ranks)} entries; torch.distributed's world has {world} ranks "
+                "(one entry per logical rank 0..world-1)"
+            )
+        inverse = [-1] * world
+        for logical, r in enumerate(ranks):
+            if not 0 <= r < world:
+                raise LayoutError(f"rank_map[{logical}] = {r} is not a rank of the world of {world}")
+            if inverse[r] >= 0:
+                raise LayoutError(f"rank_map names torch rank {r} twice (logical ranks {inverse[r]} and {logical})")
+            inverse[r] = logical
+        identity = all(r == i for i, r in enumerate(ranks))
+        self.torch_rank = None if identity else ranks
+        self.logical = None if identity else inverse
+
+    def of(self, members: Sequence[int]) -> list[int]:
+        """Logical members as torch ranks, in the same order."""
+        m = self.torch_rank
+        return [int(r) for r in members] if m is None else [m[int(r)] for r in members]
+
+
+def check_world(layout: Layout, rank_map: Optional[RankMap] = None) -> tuple[int, Optional[int]]:
+    """This process's torch rank, and its logical rank in the layout
+    (``None`` when outside; through ``rank_map`` when given);
     :class:`LayoutError` when the layout does not fit the default group."""
     world, me = dist.get_world_size(), dist.get_rank()
     end = layout.rank_offset + layout.world_size
@@ -69,7 +111,8 @@ def check_world(layout: Layout) -> tuple[int, Optional[int]]:
             f"the layout's ranks {layout.rank_offset}..{end} do not fit "
             f"torch.distributed's world of {world} ranks"
         )
-    return me, (me if layout.rank_offset <= me < end else None)
+    logical = me if rank_map is None or rank_map.logical is None else rank_map.logical[me]
+    return me, (logical if layout.rank_offset <= logical < end else None)
 
 
 def build_groups(
@@ -80,20 +123,31 @@ def build_groups(
     timeout: Optional[timedelta] = None,
     share: bool = True,
     on_create: Optional[Callable[[Any, GroupSpec], None]] = None,
+    rank_map: Any = None,
 ) -> dict[str, list]:
     """Builds ``specs`` in order; by label, this rank's process groups (by
     color). Every check is made, on every rank, before the first group.
     ``on_create(pg, spec)`` is called for each group created with this
-    rank in it (shared ones once)."""
+    rank in it (shared ones once). ``rank_map`` (logical rank -> torch
+    rank, a permutation of the world): the layout's ranks are logical, each
+    group is created with its members' torch ranks in the same order (a
+    ``sort`` family sorted by logical rank first)."""
     if method not in METHODS:
         raise LayoutError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
-    me, rank = check_world(layout)
+    rmap = rank_map if isinstance(rank_map, RankMap) else RankMap(rank_map, dist.get_world_size())
+    me, rank = check_world(layout, rmap)
     rounds = {s.label: (layout.split_rounds(s.kind) if s.kind is not None else 1) for s in specs}
     if method == "global":
         custom = [s.label for s in specs if s.kind is None and s.partition is None and not s.everyone]
         if custom:
             raise LayoutError(f"method='global' cannot build {', '.join(custom)} (no list of all groups)")
-    aliases, world_wide = _aliases(layout, specs, rounds) if share else ({}, set())
+    if rmap.torch_rank is not None and not _KEEP_ORDER:
+        warnings.warn(
+            "this torch's new_group has no sort_ranks: it sorts every group's members by torch rank, "
+            "so with a rank map a rank's group rank follows torch ranks, not the layout's order",
+            stacklevel=3,
+        )
+    aliases, world_wide = _aliases(layout, specs, rounds, rmap) if share else ({}, set())
     out: dict[str, list] = {}
     for i, spec in enumerate(specs):
         if i in aliases:
@@ -108,17 +162,20 @@ def build_groups(
                 on_create(default, spec)
             continue
         build = _local if method == "local" else _global
-        out[spec.label] = build(layout, spec, rounds[spec.label], rank, me, timeout, on_create)
+        out[spec.label] = build(layout, spec, rounds[spec.label], rank, me, timeout, on_create, rmap)
     return out
 
 
 def _aliases(
-    layout: Layout, specs: Sequence[GroupSpec], rounds: dict[str, int]
+    layout: Layout, specs: Sequence[GroupSpec], rounds: dict[str, int], rmap: Optional[RankMap] = None
 ) -> tuple[dict[int, int], set[int]]:
     """Spec index -> the earlier spec whose groups it takes: same backend,
     same options object, same members in the same order, over the whole
     layout (so every rank decides alike). And the specs (default backend,
-    no options) whose one group is the default group's ranks in order.
+    no options) whose one group is the default group's ranks in order
+    (after the rank map: a map is a bijection, so it keeps two families
+    equal or different, but only the identity keeps a whole-world group
+    in torch's order).
 
     Every group of each spec, as ``groups_array`` fills it in Rust, put in
     one order and compared in NumPy: O(world) per spec."""
@@ -130,6 +187,8 @@ def _aliases(
         if not s.share or rounds[s.label] != 1:
             continue
         default = whole and s.backend is None and s.pg_options is None
+        if rmap is not None and rmap.torch_rank is not None:
+            default = False  # the layout's order is not torch's: a group of its own
         if s.everyone and default:
             world_wide.add(i)
             continue
@@ -207,10 +266,11 @@ def _local(
     me: int,
     timeout: Optional[timedelta],
     on_create: Optional[Callable[[Any, GroupSpec], None]],
+    rmap: RankMap,
 ) -> list[dist.ProcessGroup]:
     """One members-only ``new_group`` per round: this rank's group of the
     round, or itself alone (dropped at once). This rank's groups, by
-    color."""
+    color. ``rank`` is logical, ``me`` the torch rank."""
     name = spec.desc or spec.label
     found = []
     for round in range(rounds):
@@ -221,8 +281,8 @@ def _local(
             split = None if rank is None else layout.split(rank, spec.kind, round=round)
             members = None if split is None else layout.group(spec.kind, split[0])
             color = None if split is None else split[0]
-        if members is not None and spec.sort:
-            members = sorted(members)
+        if members is not None:
+            members = rmap.of(sorted(members) if spec.sort else members)
         desc = f"{name}/round-{round}/none" if members is None else f"{name}/{color}"
         pg = _new_group([me] if members is None else list(members), spec, desc, timeout, local=True)
         if members is None:
@@ -242,6 +302,7 @@ def _global(
     me: int,
     timeout: Optional[timedelta],
     on_create: Optional[Callable[[Any, GroupSpec], None]],
+    rmap: RankMap,
 ) -> list[dist.ProcessGroup]:
     """``new_group`` for every group of the family, by color, on every rank;
     this rank's groups."""
@@ -253,7 +314,7 @@ def _global(
     name = spec.desc or spec.label
     mine = []
     for color, members in enumerate(groups):
-        members = sorted(members) if spec.sort else members
+        members = rmap.of(sorted(members) if spec.sort else members)
         pg = _new_group(members, spec, f"{name}/{color}", timeout, local=False)
         if me in members:
             mine.append(pg)

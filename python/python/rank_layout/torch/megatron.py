@@ -36,7 +36,10 @@ of ``parallel_state`` as methods.
 
 Every group has its members in ascending order (Megatron-Core's groups are
 made by ``new_group``, which sorts); the ``*_GLOBAL_RANKS`` lists are in
-Megatron-Core's order. Group families with the same members on every rank
+Megatron-Core's order. With ``rank_map=`` (a placed job: Megatron-Core's
+rank ``r`` runs on torch rank ``rank_map[r]``), ascending by Megatron-Core's
+(logical) rank, as torch ranks: every getter answers at torch rank
+``rank_map[r]`` as Megatron-Core's at rank ``r``, its global ranks mapped. Group families with the same members on every rank
 share one process group (``share=True``, see :mod:`rank_layout.torch`); a
 gloo group never shares with a group of the default backend, and
 ``create_all_gather_group``'s group never shares.
@@ -61,7 +64,7 @@ import numpy as np
 import torch.distributed as dist
 
 from rank_layout import Layout, LayoutError
-from rank_layout.torch._groups import GroupSpec, build_groups
+from rank_layout.torch._groups import GroupSpec, RankMap, build_groups
 
 __all__ = [
     "initialize_model_parallel",
@@ -764,22 +767,32 @@ class ParallelState:
         groups: dict[str, Any],
         values: dict[str, Any],
         version: str = MEGATRON_CORE_VERSION,
+        rank_map: Optional[list[int]] = None,
     ) -> None:
         self.layout, self.rank, self.groups, self.values = layout, rank, groups, values
         #: The Megatron-Core release whose ``parallel_state`` this state is.
         self.version = version
+        #: Logical rank -> torch rank (``None``: the identity); ``rank`` is
+        #: the torch rank.
+        self.rank_map = rank_map
 
     @classmethod
     def create(
-        cls, *args: Any, share: bool = True, megatron_core: str = MEGATRON_CORE_VERSION, **kwargs: Any
+        cls,
+        *args: Any,
+        share: bool = True,
+        megatron_core: str = MEGATRON_CORE_VERSION,
+        rank_map: Optional[Sequence[int]] = None,
+        **kwargs: Any,
     ) -> ParallelState:
         """Builds this rank's groups, with the arguments of Megatron-Core
         ``megatron_core``'s ``initialize_model_parallel`` (``SIGNATURES``:
         the same names, order and defaults; 0.19.2 unless told), without
         touching Megatron-Core. Every rank calls it, with the same
         arguments. ``share``: families with the same members share one
-        process group (see :mod:`rank_layout.torch`)."""
-        return _create(megatron_core, _bind(megatron_core, args, kwargs), share)
+        process group (see :mod:`rank_layout.torch`). ``rank_map``: as
+        :func:`initialize_model_parallel`'s."""
+        return _create(megatron_core, _bind(megatron_core, args, kwargs), share, rank_map=rank_map)
 
     # -- the state -----------------------------------------------------------
 
@@ -1291,13 +1304,18 @@ class ParallelState:
         module._set_global_memory_buffer()
 
 
-def _create(version: str, args: dict[str, Any], share: bool, module: Any = None) -> ParallelState:
+def _create(
+    version: str, args: dict[str, Any], share: bool, module: Any = None, rank_map: Optional[Sequence[int]] = None
+) -> ParallelState:
     """Plans (every check), checks ``module`` (when installing), builds the
     groups and returns the state."""
     if not dist.is_initialized():
         raise LayoutError("torch.distributed is not initialized (init_process_group first)")
     world, rank = dist.get_world_size(), dist.get_rank()
-    plan = _Plan(world, rank, args, version)
+    rmap = RankMap(rank_map, world)
+    # Megatron-Core's ranks are the logical ones; the groups and the global
+    # rank lists get torch's.
+    plan = _Plan(world, rank if rmap.logical is None else rmap.logical[rank], args, version)
     if module is not None:
         _check_installable(module, version)
     if args["pipeline_model_parallel_comm_backend"] == "ucc":
@@ -1311,17 +1329,22 @@ def _create(version: str, args: dict[str, Any], share: bool, module: Any = None)
             made.append(pg)
 
     timeout = timedelta(minutes=args["distributed_timeout_minutes"])
-    built = build_groups(plan.layout, plan.specs, timeout=timeout, share=share, on_create=on_create)
+    built = build_groups(plan.layout, plan.specs, timeout=timeout, share=share, on_create=on_create, rank_map=rmap)
     groups = {label: (pgs[0] if pgs else None) for label, pgs in built.items()}
-    values = _values(plan, groups)
+    values = _values(plan, groups, rmap)
     values["_global_process_group_list"] = made
-    return ParallelState(plan.layout, rank, groups, values, version)
+    return ParallelState(plan.layout, rank, groups, values, version, rmap.torch_rank)
 
 
-def _values(plan: _Plan, groups: dict[str, Any]) -> dict[str, Any]:
-    """The globals of ``parallel_state`` for this rank."""
+def _values(plan: _Plan, groups: dict[str, Any], rmap: Optional[RankMap] = None) -> dict[str, Any]:
+    """The globals of ``parallel_state`` for this rank (global rank lists
+    as torch ranks, through ``rmap``)."""
     g = groups.get
-    ordered = lambda label: plan.members(label, ordered=True)  # noqa: E731
+
+    def ordered(label: str) -> Optional[list[int]]:
+        got = plan.members(label, ordered=True)
+        return got if got is None or rmap is None else rmap.of(got)
+
     n = plan.n_instances
     v = globals_of(plan.version)
     v["_HYBRID_DP_CP_GROUPS"] = {
@@ -1446,7 +1469,9 @@ def _check_installable(module: Any, version: str) -> None:
         )
 
 
-def initialize_model_parallel(*args: Any, share: bool = True, **kwargs: Any) -> ParallelState:
+def initialize_model_parallel(
+    *args: Any, share: bool = True, rank_map: Optional[Sequence[int]] = None, **kwargs: Any
+) -> ParallelState:
     """Megatron-Core's ``parallel_state.initialize_model_parallel``, with
     this rank's groups only (see the module's documentation), installed into
     ``megatron.core.parallel_state``. The installed release's arguments
@@ -1456,6 +1481,21 @@ def initialize_model_parallel(*args: Any, share: bool = True, **kwargs: Any) -> 
 
     ``share`` (keyword only, not Megatron-Core's): families with the same
     members on every rank share one process group.
+
+    ``rank_map`` (keyword only, not Megatron-Core's; e.g. from
+    :func:`rank_layout.placement_rank_map`): ``rank_map[r]`` is the torch
+    rank that runs Megatron-Core's rank ``r``, a permutation of the world,
+    so that the groups are those of the placed job. Megatron-Core's ranks
+    are then logical; every group is created with the torch ranks of its
+    members in Megatron-Core's (ascending logical) order, so tensor,
+    pipeline, data-parallel ... ranks are what they would be at rank
+    ``r``, and the ``*_GLOBAL_RANKS`` lists (read by the src-rank and
+    pipeline next/previous getters) hold torch ranks. Custom
+    ``get_embedding_ranks`` functions receive and answer logical ranks.
+    Where torch's ``new_group`` has no ``sort_ranks``, torch sorts the
+    members by torch rank instead (a warning says so), and the pipeline
+    stage of a rank would follow torch ranks: use such a torch only with
+    a rank map that keeps each group's order.
 
     Raises :class:`rank_layout.LayoutError` for ``use_sharp=True`` or a
     ``sharp_enabled_group`` (not honoured), for any argument Megatron-Core
@@ -1467,7 +1507,7 @@ def initialize_model_parallel(*args: Any, share: bool = True, **kwargs: Any) -> 
     """
     module = _parallel_state()
     version = installed_release(module)
-    state = _create(version, _bind(version, args, kwargs), share, module)
+    state = _create(version, _bind(version, args, kwargs), share, module, rank_map=rank_map)
     state.install(module)
     return state
 

@@ -36,7 +36,7 @@ from typing import Any, Optional, Sequence, Union
 import torch.distributed as dist
 
 from rank_layout import LayoutError, Modules
-from rank_layout.torch._groups import GroupSpec, _new_group
+from rank_layout.torch._groups import GroupSpec, RankMap, _new_group
 
 __all__ = ["ModuleGroups", "new_module_groups"]
 
@@ -64,7 +64,8 @@ class ModuleGroups:
         bridges: dict[tuple[str, str], dict[str, Any]],
     ) -> None:
         self.modules = modules
-        #: This rank in the modules (``None`` when outside them).
+        #: This rank in the modules (``None`` when outside them; the logical
+        #: rank under a rank map).
         self.rank = rank
         self.groups = groups
         self.bridges = bridges
@@ -117,6 +118,7 @@ def new_module_groups(
     backend: Any = None,
     pg_options: Any = None,
     timeout: Optional[timedelta] = None,
+    rank_map: Optional[Sequence[int]] = None,
 ) -> ModuleGroups:
     """Builds the process groups of ``modules``: for each dim set of
     ``dims`` (``"tp"``, ``"tp-dp"`` or a list of names; a dim a module
@@ -129,6 +131,8 @@ def new_module_groups(
     by dim set or bridge kind name (a name left out gets ``None``: the
     default group's backend). ``timeout`` goes to ``new_group``. The module's
     documentation says how the groups are made and why it cannot hang.
+    ``rank_map`` (logical rank -> torch rank) places the modules' ranks
+    as :func:`rank_layout.torch.new_groups` does.
 
     Raises :class:`rank_layout.LayoutError`, on every rank and before any
     group is made, for modules that do not fit the default group, a dim set
@@ -141,7 +145,9 @@ def new_module_groups(
     first, end = modules.rank_offset, modules.rank_offset + modules.world_size
     if end > world:
         raise LayoutError(f"the modules' ranks {first}..{end} do not fit torch.distributed's world of {world} ranks")
-    rank = me if first <= me < end else None
+    rmap = RankMap(rank_map, world)
+    logical = me if rmap.logical is None else rmap.logical[me]
+    rank = logical if first <= logical < end else None
     for spec in specs:  # a dim set no module has: refused by every rank alike
         modules.split(first, spec, 0)
     kinds = {e: modules.bridge_kinds(*e) for e in modules.edges}
@@ -158,7 +164,7 @@ def new_module_groups(
             backend=backend.get(name) if isinstance(backend, Mapping) else backend,
             pg_options=pg_options.get(name) if isinstance(pg_options, Mapping) else pg_options,
         )
-        pg = _new_group([me] if members is None else list(members), spec, desc, timeout, local=True)
+        pg = _new_group([me] if members is None else rmap.of(members), spec, desc, timeout, local=True)
         if members is None:
             dist.destroy_process_group(pg)
             return None
