@@ -18,6 +18,7 @@ with destroy_old=False, leaves them), the last one with destroy_old=True.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -71,27 +72,32 @@ def run(rank: int, world: int, port: int, out: str, job: dict[str, Any]) -> None
         mark("failure seen")
         survivors = [r for r in range(world) if r != failed]
         result["refused"] = check_refusals(layout, kinds, failed, groups, world)
-        for i, (policy, spare_nodes) in enumerate(job["policies"]):
+        for i, (label, policy, spare_nodes, stand_in) in enumerate(job["policies"]):
             last = i == len(job["policies"]) - 1
             plan = relayout(layout, [failed], policy=policy, spare_nodes=spare_nodes, kinds=kinds)
-            store.set(f"hash/{policy}/{rank}", f"{plan.hash:016x}")
-            keys = [f"hash/{policy}/{r}" for r in survivors]
+            store.set(f"hash/{label}/{rank}", f"{plan.hash:016x}")
+            keys = [f"hash/{label}/{r}" for r in survivors]
             store.wait(keys, TIMEOUT)
             hashes = {store.get(k).decode() for k in keys}
-            assert hashes == {f"{plan.hash:016x}"}, (policy, hashes)
+            assert hashes == {f"{plan.hash:016x}"}, (label, hashes)
+            calls: list = []
             t = time.monotonic()
-            applied = apply_relayout(plan, groups, timeout=TIMEOUT, destroy_old=last)
+            with StandInShrink(calls) if stand_in else contextlib.nullcontext():
+                applied = apply_relayout(plan, groups, timeout=TIMEOUT, destroy_old=last)
             seconds = time.monotonic() - t
-            result["policies"][policy] = {
+            result["policies"][label] = {
                 "seconds": seconds,
                 "hash": f"{plan.hash:016x}",
                 "rank": applied.rank,
                 "destroyed": applied.destroyed,
+                "shrink_calls": calls,
+                "same_dp_dp_cp": "dp-cp" in kinds and applied.groups["dp"] is applied.groups["dp-cp"] is not None,
                 **check_new(plan, groups, applied, rank),
             }
             if not last:
-                for kind in applied.kinds("new") + applied.kinds("rebuilt"):
-                    dist.destroy_process_group(applied.groups[kind])
+                made = applied.kinds("new") + applied.kinds("rebuilt") + applied.kinds("shrunk")
+                for pg in {id(applied.groups[k]): applied.groups[k] for k in made}.values():
+                    dist.destroy_process_group(pg)
         mark("applied")
         # The store lives in rank 0: it goes last.
         store.set(f"done/{rank}", "1")
@@ -104,6 +110,44 @@ def run(rank: int, world: int, port: int, out: str, job: dict[str, Any]) -> None
         raise
     finally:
         Path(out, f"{rank}.json").write_text(json.dumps(result))
+
+
+class StandInShrink:
+    """While active, apply_relayout sees every backend able to shrink, and
+    torch.distributed.shrink_group is a stand-in (gloo has none): it
+    records its arguments and makes the old group's remaining members, in
+    their order, a members-only group (one group made, as the real one
+    makes one). The old group is left as it is."""
+
+    def __init__(self, calls: list) -> None:
+        self.calls = calls
+
+    def __enter__(self) -> "StandInShrink":
+        import torch.distributed as dist
+
+        import rank_layout.torch.relayout as rl
+
+        self.saved = (rl._can_shrink, dist.shrink_group)
+        rl._can_shrink = lambda pg: True
+        dist.shrink_group = self.shrink_group
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        import torch.distributed as dist
+
+        import rank_layout.torch.relayout as rl
+
+        rl._can_shrink, dist.shrink_group = self.saved
+
+    def shrink_group(self, ranks_to_exclude: list[int], group: Any = None) -> Any:
+        import torch.distributed as dist
+
+        from rank_layout.torch._groups import _KEEP_ORDER
+
+        old = dist.get_process_group_ranks(group)
+        self.calls.append([old, list(ranks_to_exclude)])
+        keep = [r for i, r in enumerate(old) if i not in set(ranks_to_exclude)]
+        return dist.new_group(keep, use_local_synchronization=True, timeout=TIMEOUT, **_KEEP_ORDER)
 
 
 def check_refusals(layout: Any, kinds: list[str], failed: int, groups: dict, world: int) -> int:
@@ -177,8 +221,8 @@ def check_new(plan: Any, old_groups: dict, applied: Any, rank: int) -> dict[str,
             continue
         ch = plan.changes(kind)
         shrunk = {s["new"]: s for s in ch["shrunk"]}
-        expected = "new" if split.color in ch["new"] else "rebuilt" if split.color in shrunk else "kept"
-        assert how == expected, (kind, how, expected)
+        expected = "new" if split.color in ch["new"] else "shrunk" if split.color in shrunk else "kept"
+        assert how == expected or (how, expected) == ("rebuilt", "shrunk"), (kind, how, expected)
         if how == "kept":
             assert pg is old_pg, kind  # the same ProcessGroup object
         else:
@@ -187,7 +231,7 @@ def check_new(plan: Any, old_groups: dict, applied: Any, rank: int) -> dict[str,
         processes = [plan.process(m) for m in members]
         assert dist.get_process_group_ranks(pg) == processes, (kind, processes)
         assert dist.get_rank(pg) == split.key, (kind, split)
-        if how == "rebuilt":
+        if how in ("rebuilt", "shrunk"):
             # The old group without the positions the plan excludes, in order.
             old = dist.get_process_group_ranks(old_pg) if old_pg is not None else None
             s = shrunk[split.color]

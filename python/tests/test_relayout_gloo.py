@@ -25,7 +25,14 @@ torch = require("torch")
 import relayout_worker  # noqa: E402
 from rank_layout import Layout, relayout  # noqa: E402
 
-POLICIES = [("drop-replica", 0), ("shift-ranks", 0), ("spare", 1)]
+#: (label, policy, spare nodes, with relayout_worker.StandInShrink): each
+#: applied in turn to the same old groups.
+POLICIES = [
+    ("drop-replica", "drop-replica", 0, False),
+    ("drop-replica/stand-in shrink_group", "drop-replica", 0, True),
+    ("shift-ranks", "shift-ranks", 0, False),
+    ("spare", "spare", 1, False),
+]
 
 
 @pytest.fixture(autouse=True)
@@ -53,31 +60,47 @@ def run_case(config: dict[str, Any], kinds: list[str], failed: int, tmp_path: Pa
     if "dp-cp" in kinds and config.get("cp", 1) == 1:
         # dp-cp shares dp's group on every process of the old layout.
         assert [r["shared"] for r in results if r["rank"] < layout.world_size] == [["dp-cp"]] * layout.world_size
-    for policy, spares in POLICIES:
+    for label, policy, spares, stand_in in POLICIES:
         plan = relayout(layout, [failed], policy=policy, spare_nodes=spares, kinds=kinds)
-        seen = [r["policies"][policy] for r in survivors]
+        seen = [r["policies"][label] for r in survivors]
         assert {s["hash"] for s in seen} == {f"{plan.hash:016x}"}
         # Every new rank is run by one survivor, the plan's process.
-        ranks = {r["rank"]: r["policies"][policy]["rank"] for r in survivors}
+        ranks = {r["rank"]: r["policies"][label]["rank"] for r in survivors}
         assert ranks == {p: plan.new_rank[p] if p < len(plan.new_rank) else None for p in ranks}
         for kind in kinds:
-            # The groups seen kept, rebuilt (gloo cannot shrink) or new,
-            # counted over every process, are the plan's counts.
-            by_how: dict[str, set] = {"kept": set(), "rebuilt": set(), "new": set()}
+            # The groups seen kept, shrunk (rebuilt: gloo cannot shrink) or
+            # new, counted over every process, are the plan's counts.
+            shrunk = "shrunk" if stand_in else "rebuilt"
+            by_how: dict[str, set] = {"kept": set(), shrunk: set(), "new": set()}
             for s in seen:
                 k = s["kinds"][kind]
                 if k["how"] != "none":
                     by_how[k["how"]].add(tuple(k["processes"]))
             counts = plan.kinds[kind]
             assert len(by_how["kept"]) == counts["kept"], (policy, kind)
-            assert len(by_how["rebuilt"]) == counts["shrunk"], (policy, kind)
+            assert len(by_how[shrunk]) == counts["shrunk"], (policy, kind)
             assert len(by_how["new"]) == counts["new"], (policy, kind)
-            # Every group of the new layout of more than one rank was checked.
+            # Every group of the new layout was checked.
             assert sum(map(len, by_how.values())) == len(plan.layout.groups(kind))
-        print(policy, "apply_relayout, slowest process: %.2f s" % max(s["seconds"] for s in seen))
+        if stand_in:
+            # shrink_group once per old group shrunk on this process (dp-cp,
+            # sharing dp's group, shares the shrunk one), with the plan's
+            # positions; no call elsewhere.
+            shared = "dp-cp" in kinds and config.get("cp", 1) == 1
+            for s in seen:
+                shrinking = [k for k in kinds if s["kinds"][k]["how"] == "shrunk"]
+                assert len(s["shrink_calls"]) == len(shrinking) - (shared and "dp-cp" in shrinking)
+                assert s["same_dp_dp_cp"] == (shared and s["rank"] is not None)
+                for old, exclude in s["shrink_calls"]:
+                    left = [r for i, r in enumerate(old) if i not in exclude]
+                    assert left in [s["kinds"][k]["processes"] for k in shrinking]
+        else:
+            assert all(s["shrink_calls"] == [] for s in seen)
+        print(label, "apply_relayout, slowest process: %.2f s" % max(s["seconds"] for s in seen))
     print("slowest process, seconds since start:", {k: max(r["times"].get(k, 0) for r in survivors) for k in survivors[0]["times"]})
     # The last policy destroyed the old groups no kind kept.
     assert any(r["policies"][POLICIES[-1][0]]["destroyed"] > 0 for r in survivors)
+    assert any(s["shrink_calls"] for r in survivors for s in r["policies"].values())
     return results
 
 
