@@ -10,6 +10,7 @@ under CI they fail (conftest.require)."""
 from __future__ import annotations
 
 import dataclasses
+import pickle
 import random
 import subprocess
 import sys
@@ -193,6 +194,13 @@ def test_second_fault_uses_the_standbys() -> None:
     for step in steps:
         check_world(step)
     assert [next(iter(s.values()))[3] for s in steps] == [12, 8, 4]
+    # The assignment's layout is a rank_layout.Layout (it pickles, for
+    # multiprocessing), after a fault too.
+    a = LayoutRankAssignment(layout, "drop-replica", gpus_per_node=2)
+    ctx = a(ra.RankAssignmentCtx(State(rank=0, world_size=12), None, set()))
+    a(ra.RankAssignmentCtx(ctx.state, None, {5}))
+    assert isinstance(a.layout, Layout) and pickle.loads(pickle.dumps(a.layout)) == a.layout == a.plan.layout
+    assert a.layout.world_size == 8 and a.plans == [a.plan]
     # Spare policy, two spare nodes (12-13, 14-15): each fault takes one;
     # the dead process's node partner waits, a node of its own alone.
     steps = simulate(lambda: LayoutRankAssignment(layout, "spare", gpus_per_node=2), 16, [{5}, {8}])

@@ -73,6 +73,7 @@ import dataclasses
 from typing import Any, Optional, Sequence
 
 from rank_layout import Layout, LayoutError, Relayout, relayout
+from rank_layout._native import Layout as _NativeLayout
 
 
 #: The policies of :func:`rank_layout.relayout`.
@@ -126,7 +127,7 @@ class LayoutRankAssignment:
         micro_batch: int = 1,
         kinds: Optional[Sequence[str]] = None,
     ) -> None:
-        if not isinstance(layout, Layout):
+        if not isinstance(layout, _NativeLayout):
             raise LayoutError(f"LayoutRankAssignment takes a Layout, got {type(layout).__name__}")
         if layout.rank_offset != 0:
             raise LayoutError(
@@ -139,9 +140,10 @@ class LayoutRankAssignment:
         self.policy = policy
         self.gpus_per_node = gpus_per_node
         self.spare_nodes = spare_nodes
-        self.options = dict(min_dp=min_dp, global_batch=global_batch, micro_batch=micro_batch, kinds=kinds)
+        self.min_dp, self.global_batch, self.micro_batch = min_dp, global_batch, micro_batch
+        self.kinds = None if kinds is None else list(kinds)
         #: The current layout (the one the active ranks run).
-        self.layout: Layout = layout
+        self.layout: Layout = _python_layout(layout)
         #: The last plan (``None`` before the first fault).
         self.plan: Optional[Relayout] = None
         #: Every plan so far, in order.
@@ -231,13 +233,14 @@ class LayoutRankAssignment:
         if not failed:
             return ranks  # only standbys terminated: the layout stays
         plan = relayout(self.layout, failed, policy=self.policy, gpus_per_node=self.gpus_per_node,
-                        spare_nodes=nodes, **self.options)
+                        spare_nodes=nodes, min_dp=self.min_dp, global_batch=self.global_batch,
+                        micro_batch=self.micro_batch, kinds=self.kinds)
         processes = [by_rank[n] for n in range(w)] + spares
         out: list[Optional[int]] = [None] * len(ranks)
         for p, new in enumerate(plan.new_rank):
             if new is not None:
                 out[processes[p]] = new
-        self.layout, self.plan = plan.layout, plan
+        self.layout, self.plan = _python_layout(plan.layout), plan
         self.plans.append(plan)
         return out
 
@@ -254,6 +257,12 @@ class LayoutRankAssignment:
 
     def __repr__(self) -> str:
         return f"LayoutRankAssignment({self.layout!r}, {self.policy!r}, gpus_per_node={self.gpus_per_node})"
+
+
+def _python_layout(layout: Any) -> Layout:
+    """``layout`` as a :class:`rank_layout.Layout` (a plan's layouts are the
+    native class, which does not pickle)."""
+    return layout if isinstance(layout, Layout) else Layout(**layout.config)
 
 
 _SUBCLASSES: dict[tuple[type, type], type] = {}
