@@ -11,7 +11,7 @@ import time
 import traceback
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Optional
 
 import pytest
 
@@ -24,25 +24,32 @@ def free_port() -> int:
 
 
 def run_world(
-    target: Callable[..., None], world: int, jobs: list, tmp_path: Path, deadline_s: float
+    target: Callable[..., None],
+    world: int,
+    jobs: Any,
+    tmp_path: Path,
+    deadline_s: float,
+    exit_codes: Optional[dict[int, int]] = None,
 ) -> list[dict[str, Any]]:
     """Runs ``target(rank, world, port, out_dir, jobs)`` in ``world``
     spawned processes; each writes ``out_dir/<rank>.json`` with at least
-    ``rank`` and ``error``. A process that fails ends the run at once; a run
-    past ``deadline_s`` (a hang) is killed; either fails the test. Each
-    rank's result, by rank."""
+    ``rank`` and ``error``. A process that fails (exits other than 0, or
+    than ``exit_codes[rank]`` for the processes meant to die) ends the run
+    at once; a run past ``deadline_s`` (a hang) is killed; either fails the
+    test. Each rank's result, by rank."""
     ctx = multiprocessing.get_context("spawn")
     port = free_port()
     procs = [
         ctx.Process(target=target, args=(rank, world, port, str(tmp_path), jobs), daemon=True) for rank in range(world)
     ]
+    expected = [(exit_codes or {}).get(rank, 0) for rank in range(world)]
     start = time.monotonic()
     for p in procs:
         p.start()
     failure = None
     try:
         while any(p.is_alive() for p in procs):
-            if any(p.exitcode not in (None, 0) for p in procs):
+            if any(p.exitcode not in (None, want) for p, want in zip(procs, expected)):
                 failure = "a process failed"
                 break
             if time.monotonic() - start > deadline_s:
@@ -61,9 +68,10 @@ def run_world(
         results.append(json.loads(f.read_text()) if f.exists() else {"rank": rank, "error": "no result"})
     errors = [f"rank {r['rank']}: {r['error']}" for r in results if r["error"]]
     codes = [p.exitcode for p in procs]
-    if failure or errors or any(codes):
+    if failure or errors or codes != expected:
         pytest.fail(
-            f"{failure or 'failed'} after {time.monotonic() - start:.0f} s; exit codes {codes}\n" + "\n".join(errors[:3])
+            f"{failure or 'failed'} after {time.monotonic() - start:.0f} s; exit codes {codes} (expected {expected})\n"
+            + "\n".join(errors[:3])
         )
     print(f"{world} processes: {time.monotonic() - start:.1f} s")
     return results

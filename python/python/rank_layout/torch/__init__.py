@@ -119,6 +119,14 @@ Multi-module models
 groups of a :class:`rank_layout.Modules` the same way: each module's groups
 of the dim sets asked for, and every edge's bridge groups by kind.
 
+After a failure
+---------------
+:func:`apply_relayout` (:mod:`rank_layout.torch.relayout`) applies a
+:func:`rank_layout.relayout` plan to the groups :func:`new_groups` made:
+kept groups stay the same objects, shrunk ones go through
+``torch.distributed.shrink_group`` where the backend has it, new ones are
+created by their members alone.
+
 Megatron-Core
 -------------
 :mod:`rank_layout.torch.megatron` builds Megatron-Core's groups this way and
@@ -140,6 +148,7 @@ from rank_layout.torch._new_groups import ProcessGroups, gather_rank_map, new_gr
 from rank_layout.torch.modules import ModuleGroups, new_module_groups
 from rank_layout.torch.device_mesh import device_mesh  # the function shadows its module's name
 from rank_layout.torch.torchtitan import torchtitan_meshes
+from rank_layout.torch.relayout import AppliedRelayout, apply_relayout
 
 # GroupSpec, build_groups, check_world and ProcessGroups stay importable
 # from here, as before, but are internal (rank_layout.torch.megatron's
@@ -152,4 +161,6 @@ __all__ = [
     "ModuleGroups",
     "device_mesh",
     "torchtitan_meshes",
+    "apply_relayout",
+    "AppliedRelayout",
 ]

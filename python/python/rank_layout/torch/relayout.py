@@ -1,0 +1,366 @@
+"""Applies a re-layout plan (:func:`rank_layout.relayout`) to live
+``torch.distributed`` process groups: keeps what the plan keeps, shrinks
+what it shrinks, creates what it says is new, on the surviving processes
+only.
+
+>>> from rank_layout import relayout
+>>> from rank_layout.torch import new_groups
+>>> from rank_layout.torch.relayout import apply_relayout
+>>> groups = new_groups(layout, ["tp", "dp", "pp"])           # doctest: +SKIP
+>>> # ... a process dies; every survivor learns which (see below) ...
+>>> plan = relayout(layout, failed, policy="drop-replica", kinds=list(groups))  # doctest: +SKIP
+>>> applied = apply_relayout(plan, groups)                    # doctest: +SKIP
+>>> applied.groups["dp"], applied.how["tp"]                   # doctest: +SKIP
+(<ProcessGroup ...>, 'kept')
+
+Who runs what
+-------------
+torch cannot renumber a live world: a process keeps its global rank for
+the life of the default group. So the plan's processes are torch global
+ranks: process ``p`` (the old layout's rank ``p``, or a spare) is torch
+global rank ``p + old_layout.rank_offset``, and the spares are the torch
+processes right after the old layout's last rank (launched with the job,
+in no group of the old layout, e.g. idle in it). The new layout's rank
+``n`` runs on torch global rank ``plan.process(n) + rank_offset``
+(:func:`torch_rank`). The torch world must hold every process of the
+plan (old ranks and spares), else :class:`rank_layout.LayoutError`.
+
+Which processes failed is an input: in a real job the launcher or
+nvidia-resiliency-ext's in-process restart says which ranks died
+(``RankAssignmentCtx.terminated_ranks``; see
+:mod:`rank_layout.resiliency`); every survivor then computes the same plan
+with no communication, and can compare :attr:`rank_layout.Relayout.hash`
+through the store before going on.
+
+What happens to each kind
+-------------------------
+For every kind of ``groups`` (each must be one the plan classified: pass
+``kinds=list(groups)`` to :func:`rank_layout.relayout`), this process's
+group of the new layout is
+
+- **kept**: the same ``ProcessGroup`` object, untouched (the plan keeps a
+  group only with the same members in the same order);
+- **shrunk**: ``torch.distributed.shrink_group(old_group, exclude)``, the
+  plan's ``exclude`` being positions in the old group, where the old
+  group's backend supports shrinking (torch 2.15: NCCL 2.27 and later;
+  gloo does not, ``supports_shrinking`` is ``False``) and ``shrink`` is
+  ``"auto"``; otherwise (or with ``shrink="never"``) a new group of the
+  same members in the same order (how ``"rebuilt"``).
+  ``shrink_group`` keeps the survivors' order, which is the new group's
+  order in the plan; the default group is never shrunk (torch would
+  destroy every other group), and neither is a group another kind keeps;
+- **new**: ``torch.distributed.new_group(members,
+  use_local_synchronization=True)``, members the torch ranks of the new
+  group in the plan's key order: only the members take part, so the dead
+  do not have to;
+- **none**: this process has no rank in the new layout (alive but idle,
+  or left out), or no group of the kind: ``None``.
+
+Old groups that no kind keeps or shrank are destroyed
+(``destroy_old=True``, the default): on gloo that is local.
+
+Order of members
+----------------
+torch sorts a new group's ranks by global rank unless ``new_group`` is
+given ``sort_ranks=False``; torch 2.15 has it, and apply_relayout passes
+it, so a new or rebuilt group's ranks (``get_process_group_ranks``) are the
+plan's members in key order, and this process's group rank is its key
+(:meth:`rank_layout.Relayout.split`). On a torch without ``sort_ranks`` the
+members are sorted first: the group rank is then the position among the
+sorted torch ranks, which differs from the key where the plan renumbers
+(``shift-ranks``, ``fill-gaps``, ``spare``).
+
+Why it cannot hang, and what it costs
+-------------------------------------
+torch names a members-only group after its ranks and the count of groups
+the calling process created before, so members only meet if their counts
+agree. Every process calling apply_relayout makes exactly one
+count-advancing call per kind, in ``groups``' order, whatever happens to
+its group: ``shrink_group`` or ``new_group`` of its new group, or, when
+the group is kept or the process has none, a group of itself alone,
+destroyed at once (as :func:`rank_layout.torch.new_groups` does). So the
+precondition is torch's own: before the call, every surviving process has
+created the same number of groups (true after ``new_groups`` on every
+process, spares included). No call involves a process outside the new
+group, and nothing is sent on the default group. Per process: O(kinds)
+calls and O(its group sizes) work.
+
+Every wait is bounded: a new group's rendezvous and its collectives wait
+at most ``timeout`` (default: torch's, 30 minutes on gloo, 10 on NCCL);
+a member that never comes ends the call with
+:class:`rank_layout.LayoutError` naming the kind and the ranks. Refusals
+(a plan kind missing, a world too small, a bad argument) come on every
+process, before any call.
+
+NCCL (not run here: the tests use gloo on CPU): a default group with a
+bound device makes torch create new groups with ``ncclCommSplit`` of the
+whole world, where the dead rank would be needed; apply_relayout asks for
+``lazy_init`` NCCL options on new groups of an NCCL backend so that each
+group's communicator is made by its members alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any, Optional
+
+import torch
+import torch.distributed as dist
+
+from rank_layout import LayoutError, Relayout
+from rank_layout.torch._groups import _KEEP_ORDER
+
+#: Values of ``apply_relayout(shrink=...)``.
+SHRINK = ("auto", "never")
+
+
+@dataclasses.dataclass
+class AppliedRelayout:
+    """What :func:`apply_relayout` did on this process.
+
+    ``groups``: kind -> this process's group of the new layout (or
+    ``None``); ``how``: kind -> ``"kept"``, ``"shrunk"`` (by
+    ``shrink_group``), ``"rebuilt"`` (shrunk in the plan, created anew),
+    ``"new"`` or ``"none"``; ``rank``: this process's rank in the new layout
+    (``None`` when it has none); ``destroyed``: old groups destroyed."""
+
+    plan: Relayout
+    groups: dict[str, Optional[Any]]
+    how: dict[str, str]
+    rank: Optional[int]
+    destroyed: int = 0
+
+    def kinds(self, how: str) -> list[str]:
+        """The kinds whose group fared ``how``."""
+        return [k for k, h in self.how.items() if h == how]
+
+
+def torch_rank(plan: Relayout, rank: int) -> int:
+    """The torch global rank that runs ``rank`` of the plan's new layout:
+    ``plan.process(rank) + plan.old_layout.rank_offset``."""
+    return plan.process(rank) + plan.old_layout.rank_offset
+
+
+def apply_relayout(
+    plan: Relayout,
+    groups: Mapping[str, Any],
+    *,
+    backend: Any = None,
+    timeout: Optional[timedelta] = None,
+    shrink: str = "auto",
+    pg_options: Any = None,
+    destroy_old: bool = True,
+) -> AppliedRelayout:
+    """Applies ``plan`` to ``groups`` (what :func:`rank_layout.torch.new_groups`
+    returned on this process for the plan's old layout: kind -> this
+    process's group or ``None``) and returns an :class:`AppliedRelayout`.
+
+    Every surviving process of the torch world calls it with the same plan
+    (spares too, with the ``None`` groups ``new_groups`` gave them);
+    :mod:`rank_layout.torch.relayout` says what is kept, shrunk or
+    created, and why it cannot hang. ``backend`` and ``pg_options`` (one
+    value, or a dict by kind) go to the groups created (default: the
+    default group's backend); ``timeout`` bounds every rendezvous and
+    collective of them; ``shrink`` is ``"auto"`` (``shrink_group`` where
+    the backend supports it) or ``"never"`` (always a new group).
+    """
+    _check_args(plan, groups, shrink, timeout, backend, pg_options)
+    old, new = plan.old_layout, plan.layout
+    off, new_off = old.rank_offset, new.rank_offset
+    me = dist.get_rank()
+    processes = plan.new_rank
+    p = me - off
+    rank = processes[p] if 0 <= p < len(processes) else None
+    # Every shrink plan and new-group list of the plan's kinds, looked up
+    # by the new group's number.
+    changes = {k: plan.changes(k) for k in groups}
+    # Decide first (no call yet), so that a refusal comes before any group.
+    decisions = []
+    for kind, old_pg in groups.items():
+        decisions.append(_decide(plan, kind, old_pg, changes[kind], rank, new_off))
+    kept_pgs = {id(d[2]) for d in decisions if d[1] == "kept"}
+    out: dict[str, Any] = {}
+    how: dict[str, str] = {}
+    # Kinds that shared one old group (new_groups' share=True decides that
+    # over the whole layout, so alike on every member) and shrink it alike
+    # get one shrunk group: shrink_group destroys the old one.
+    shrunk: dict[tuple, Any] = {}
+    for kind, action, old_pg, members, exclude in decisions:
+        kb = _by_kind(backend, kind)
+        opts = _by_kind(pg_options, kind)
+        if action in ("kept", "none"):
+            _advance(me, kb, timeout, kind)
+            out[kind] = old_pg if action == "kept" else None
+            how[kind] = action
+            continue
+        if action == "shrink":
+            default = dist.distributed_c10d._get_default_group()
+            key = (id(old_pg), tuple(exclude))
+            if key in shrunk:
+                _advance(me, kb, timeout, kind)
+                out[kind], how[kind] = shrunk[key], "shrunk"
+            elif shrink == "auto" and old_pg is not default and id(old_pg) not in kept_pgs and _can_shrink(old_pg):
+                pg = _call(kind, members, lambda: dist.shrink_group(list(exclude), group=old_pg))
+                out[kind], how[kind] = pg, "shrunk"
+                shrunk[key] = pg
+            else:
+                out[kind], how[kind] = _new(kind, members, kb, opts, timeout), "rebuilt"
+        else:
+            out[kind], how[kind] = _new(kind, members, kb, opts, timeout), "new"
+    destroyed = 0
+    if destroy_old:
+        destroyed = _destroy_unused(groups, out, how)
+    return AppliedRelayout(plan=plan, groups=out, how=how, rank=rank, destroyed=destroyed)
+
+
+def _check_args(plan: Any, groups: Any, shrink: Any, timeout: Any, backend: Any, pg_options: Any) -> None:
+    """Every refusal, alike on every process, before any call."""
+    if not isinstance(plan, Relayout):
+        raise LayoutError(f"apply_relayout takes a rank_layout.Relayout, got {type(plan).__name__}")
+    if not isinstance(groups, Mapping):
+        raise LayoutError(f"groups must be a dict of kind -> process group (new_groups' answer), got {type(groups).__name__}")
+    if shrink not in SHRINK:
+        raise LayoutError(f"shrink must be one of {', '.join(SHRINK)}, got {shrink!r}")
+    if timeout is not None and not isinstance(timeout, timedelta):
+        raise LayoutError(f"timeout must be a datetime.timedelta, got {timeout!r}")
+    classified = plan.kinds
+    missing = [str(k) for k in groups if k not in classified]
+    if missing:
+        raise LayoutError(
+            f"the plan does not classify kind(s) {', '.join(missing)} (it has {', '.join(classified)}): "
+            "pass kinds=list(groups) to rank_layout.relayout"
+        )
+    several = [str(k) for k, g in groups.items() if isinstance(g, (list, tuple))]
+    if several:
+        raise LayoutError(
+            f"kind(s) {', '.join(several)} put a process in several groups (encoder fan-out or fan-in): "
+            "apply_relayout handles one group per process and kind"
+        )
+    for name, per_kind in (("backend", backend), ("pg_options", pg_options)):
+        if isinstance(per_kind, Mapping):
+            unknown = [str(k) for k in per_kind if k not in groups]
+            if unknown:
+                raise LayoutError(f"{name} names kinds not in groups: {', '.join(unknown)}")
+    world = dist.get_world_size()
+    end = plan.old_layout.rank_offset + len(plan.new_rank)
+    if end > world:
+        raise LayoutError(
+            f"the plan's processes (old ranks and spares) are torch ranks {plan.old_layout.rank_offset}..{end}, "
+            f"beyond torch.distributed's world of {world} ranks"
+        )
+
+
+def _decide(
+    plan: Relayout, kind: str, old_pg: Any, ch: dict, rank: Optional[int], new_off: int
+) -> tuple[str, str, Any, list[int], list[int]]:
+    """(kind, action, old group, torch members in the new group's order,
+    positions to exclude) for this process: action "kept", "shrink",
+    "new" or "none"."""
+    if rank is None:
+        return kind, "none", old_pg, [], []
+    split = plan.layout.split(rank + new_off, kind)
+    if split is None:
+        return kind, "none", old_pg, [], []
+    color = split[0]
+    members = [torch_rank(plan, m - new_off) for m in plan.layout.group(kind, color)]
+    if color in set(ch["new"]):
+        return kind, "new", old_pg, members, []
+    s = next((s for s in ch["shrunk"] if s["new"] == color), None)
+    if s is not None:
+        if old_pg is None:
+            raise LayoutError(f"kind {kind}: the plan shrinks this process's old group {s['old']}, but groups has none")
+        return kind, "shrink", old_pg, members, s["exclude"]
+    # Kept: the old group, the same members in the same order.
+    if old_pg is None or dist.get_process_group_ranks(old_pg) != members:
+        have = None if old_pg is None else dist.get_process_group_ranks(old_pg)
+        raise LayoutError(
+            f"kind {kind}: the plan keeps this process's group (torch ranks {members}), "
+            f"but groups has {have}: groups are not new_groups' for the plan's old layout"
+        )
+    return kind, "kept", old_pg, members, []
+
+
+def _by_kind(value: Any, kind: str) -> Any:
+    return value.get(kind) if isinstance(value, Mapping) else value
+
+
+def _can_shrink(pg: Any) -> bool:
+    """Whether ``pg``'s backend implements ``shrink_group`` (looked up as
+    torch 2.15's shrink_group does); ``False`` on a torch without it."""
+    if not hasattr(dist, "shrink_group"):
+        return False
+    try:
+        device = getattr(pg, "bound_device_id", None)
+        if device is None:
+            accel = getattr(torch, "accelerator", None)
+            device = (accel.current_accelerator() if accel is not None else None) or torch.device("cpu")
+        try:
+            impl = pg._get_backend(device)
+        except RuntimeError:
+            impl = pg._get_backend(torch.device("cpu"))
+        return bool(getattr(impl, "supports_shrinking", False))
+    except Exception:
+        return False
+
+
+def _call(kind: str, members: list[int], f: Any) -> Any:
+    try:
+        return f()
+    except Exception as e:
+        raise LayoutError(f"kind {kind}: making the group of torch ranks {members} failed: {e}") from e
+
+
+def _new(kind: str, members: list[int], backend: Any, pg_options: Any, timeout: Optional[timedelta]) -> Any:
+    """A members-only group of ``members``, in that order."""
+    if not _KEEP_ORDER:
+        members = sorted(members)
+    kwargs = _kwargs(backend, pg_options, timeout, f"relayout/{kind}")
+    return _call(kind, members, lambda: dist.new_group(members, **kwargs))
+
+
+def _advance(me: int, backend: Any, timeout: Optional[timedelta], kind: str) -> None:
+    """The one call of a kind whose group needs none: a group of this
+    process alone, destroyed at once, so that torch's count of groups moves
+    on as on the processes that do create one."""
+    kwargs = _kwargs(backend, None, timeout, f"relayout/{kind}/none")
+    pg = _call(kind, [me], lambda: dist.new_group([me], **kwargs))
+    dist.destroy_process_group(pg)
+
+
+def _kwargs(backend: Any, pg_options: Any, timeout: Optional[timedelta], desc: str) -> dict[str, Any]:
+    """new_group's arguments: members only, in the order given."""
+    kwargs: dict[str, Any] = dict(timeout=timeout, use_local_synchronization=True, group_desc=desc, **_KEEP_ORDER)
+    if backend is not None:
+        kwargs["backend"] = backend
+    name = backend if backend is not None else dist.get_backend()
+    if str(name).lower() == "nccl":
+        # No ncclCommSplit of the whole world, which would need the dead.
+        if pg_options is None:
+            pg_options = dist.ProcessGroupNCCL.Options()
+        if hasattr(pg_options, "lazy_init"):
+            pg_options.lazy_init = True
+    if pg_options is not None:
+        kwargs["pg_options"] = pg_options
+    return kwargs
+
+
+def _destroy_unused(groups: Mapping[str, Any], out: dict[str, Any], how: dict[str, str]) -> int:
+    """Destroys the old groups no kind uses any more (shrink_group destroyed
+    the shrunk ones); never the default group. How many."""
+    default = dist.distributed_c10d._get_default_group()
+    used = {id(pg) for pg in out.values() if pg is not None}
+    shrunk_from = {id(groups[k]) for k, h in how.items() if h == "shrunk"}
+    seen: set[int] = set()
+    n = 0
+    for pg in groups.values():
+        if pg is None or pg is default or id(pg) in used or id(pg) in shrunk_from or id(pg) in seen:
+            continue
+        seen.add(id(pg))
+        dist.destroy_process_group(pg)
+        n += 1
+    return n
+
+
+__all__ = ["apply_relayout", "AppliedRelayout", "torch_rank", "SHRINK"]

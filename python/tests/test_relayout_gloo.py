@@ -1,0 +1,122 @@
+"""rank_layout.torch.apply_relayout on real gloo process groups: 8 and 16
+processes (plus one spare process launched idle), one of which exits
+mid-job; the survivors compute the plans of drop-replica, spare and
+shift-ranks, agree on each plan's hash through the store, apply it to the
+groups new_groups made, and check every group of the new layout with an
+all-reduce (relayout_worker says how). No process may hang: every wait has
+a 60 s timeout, and the harness kills the world past its deadline and fails
+the test.
+
+Without torch these tests are reported as skipped, with the reason; under
+CI they fail (conftest.require)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import require
+
+torch = require("torch")
+
+import relayout_worker  # noqa: E402
+from rank_layout import Layout, relayout  # noqa: E402
+
+#: (label, policy, spare nodes, with relayout_worker.StandInShrink): each
+#: applied in turn to the same old groups.
+POLICIES = [
+    ("drop-replica", "drop-replica", 0, False),
+    ("drop-replica/stand-in shrink_group", "drop-replica", 0, True),
+    ("shift-ranks", "shift-ranks", 0, False),
+    ("spare", "spare", 1, False),
+]
+
+
+@pytest.fixture(autouse=True)
+def quiet_world(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One thread per process (2 cores for up to 17 processes), loopback
+    only, and a bounded resolver (see test_torch.py)."""
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        monkeypatch.setenv(name, "1")
+    if sys.platform.startswith("linux"):
+        monkeypatch.setenv("GLOO_SOCKET_IFNAME", os.environ.get("GLOO_SOCKET_IFNAME", "lo"))
+    monkeypatch.setenv("RES_OPTIONS", os.environ.get("RES_OPTIONS", "timeout:1 attempts:1"))
+
+
+def run_case(config: dict[str, Any], kinds: list[str], failed: int, tmp_path: Path, deadline_s: float) -> list[dict]:
+    layout = Layout(**config)
+    world = layout.world_size + 1  # one spare process, idle in the old layout
+    job = {"layout": config, "kinds": kinds, "failed": failed, "policies": POLICIES}
+    results = relayout_worker.spawn(world, job, tmp_path, deadline_s)
+    survivors = [r for r in results if r["rank"] != failed]
+    assert results[failed].get("exited") is True
+    for r in results:
+        # Every process checked its old groups (the spare is in none).
+        assert r["old_checked"] == (len(kinds) if r["rank"] < layout.world_size else 0)
+    assert {r["refused"] for r in survivors} == {7}
+    if "dp-cp" in kinds and config.get("cp", 1) == 1:
+        # dp-cp shares dp's group on every process of the old layout.
+        assert [r["shared"] for r in results if r["rank"] < layout.world_size] == [["dp-cp"]] * layout.world_size
+    for label, policy, spares, stand_in in POLICIES:
+        plan = relayout(layout, [failed], policy=policy, spare_nodes=spares, kinds=kinds)
+        seen = [r["policies"][label] for r in survivors]
+        assert {s["hash"] for s in seen} == {f"{plan.hash:016x}"}
+        # Every new rank is run by one survivor, the plan's process.
+        ranks = {r["rank"]: r["policies"][label]["rank"] for r in survivors}
+        assert ranks == {p: plan.new_rank[p] if p < len(plan.new_rank) else None for p in ranks}
+        for kind in kinds:
+            # The groups seen kept, shrunk (rebuilt: gloo cannot shrink) or
+            # new, counted over every process, are the plan's counts.
+            shrunk = "shrunk" if stand_in else "rebuilt"
+            by_how: dict[str, set] = {"kept": set(), shrunk: set(), "new": set()}
+            for s in seen:
+                k = s["kinds"][kind]
+                if k["how"] != "none":
+                    by_how[k["how"]].add(tuple(k["processes"]))
+            counts = plan.kinds[kind]
+            assert len(by_how["kept"]) == counts["kept"], (policy, kind)
+            assert len(by_how[shrunk]) == counts["shrunk"], (policy, kind)
+            assert len(by_how["new"]) == counts["new"], (policy, kind)
+            # Every group of the new layout was checked.
+            assert sum(map(len, by_how.values())) == len(plan.layout.groups(kind))
+        if stand_in:
+            # shrink_group once per old group shrunk on this process (dp-cp,
+            # sharing dp's group, shares the shrunk one), with the plan's
+            # positions; no call elsewhere.
+            shared = "dp-cp" in kinds and config.get("cp", 1) == 1
+            for s in seen:
+                shrinking = [k for k in kinds if s["kinds"][k]["how"] == "shrunk"]
+                assert len(s["shrink_calls"]) == len(shrinking) - (shared and "dp-cp" in shrinking)
+                assert s["same_dp_dp_cp"] == (shared and s["rank"] is not None)
+                for old, exclude in s["shrink_calls"]:
+                    left = [r for i, r in enumerate(old) if i not in exclude]
+                    assert left in [s["kinds"][k]["processes"] for k in shrinking]
+        else:
+            assert all(s["shrink_calls"] == [] for s in seen)
+        print(label, "apply_relayout, slowest process: %.2f s" % max(s["seconds"] for s in seen))
+    print("slowest process, seconds since start:", {k: max(r["times"].get(k, 0) for r in survivors) for k in survivors[0]["times"]})
+    # The last policy destroyed the old groups no kind kept.
+    assert any(r["policies"][POLICIES[-1][0]]["destroyed"] > 0 for r in survivors)
+    assert any(s["shrink_calls"] for r in survivors for s in r["policies"].values())
+    return results
+
+
+@pytest.mark.parametrize(
+    "config, kinds, failed",
+    [
+        (dict(tp=2, pp=2, dp=2, order="tp-dp-pp"), ["tp", "dp", "pp"], 5),
+        # With cp = 1, new_groups gives dp-cp dp's process group (shared).
+        (dict(tp=2, pp=2, dp=2, order="pp-dp-tp"), ["tp", "dp", "pp", "dp-cp", "tp-pp"], 2),
+    ],
+    ids=["tp-dp-pp_rank5", "pp-dp-tp_shared_rank2"],
+)
+def test_relayout_gloo_8_processes(config: dict, kinds: list[str], failed: int, tmp_path: Path) -> None:
+    run_case(config, kinds, failed, tmp_path, deadline_s=300)
+
+
+def test_relayout_gloo_16_processes(tmp_path: Path) -> None:
+    config = dict(tp=2, cp=2, pp=2, dp=2, order="tp-cp-dp-pp")
+    run_case(config, ["tp", "cp", "dp", "pp", "dp-cp"], 11, tmp_path, deadline_s=600)
