@@ -65,9 +65,12 @@ class RankMap:
     """A rank map checked against the default group: ``torch_rank[logical]``
     is the ``torch.distributed`` rank of logical rank ``logical`` (the rank
     the layout speaks of), ``logical[torch]`` the inverse. Without a map
-    (``None``) both are the identity."""
+    (``None``) both are the identity. A ``partial`` map (after a
+    re-layout) may name fewer ranks than the world: the torch ranks it
+    leaves out (failed or idle processes) have logical rank -1 and no
+    group."""
 
-    def __init__(self, rank_map: Any, world: int) -> None:
+    def __init__(self, rank_map: Any, world: int, partial: bool = False) -> None:
         if rank_map is None:
             self.torch_rank: Optional[list[int]] = None
             self.logical: Optional[list[int]] = None
@@ -78,7 +81,7 @@ class RankMap:
             ranks = [operator.index(r) for r in rank_map]
         except TypeError:
             raise LayoutError("rank_map must be a sequence of ints (logical rank -> torch rank)") from None
-        if len(ranks) != world:
+        if len(ranks) > world or (len(ranks) != world and not partial):
             raise LayoutError(
                 f"rank_map has {len(ranks)} entries; torch.distributed's world has {world} ranks "
                 "(one entry per logical rank 0..world-1)"
@@ -90,7 +93,7 @@ class RankMap:
             if inverse[r] >= 0:
                 raise LayoutError(f"rank_map names torch rank {r} twice (logical ranks {inverse[r]} and {logical})")
             inverse[r] = logical
-        identity = all(r == i for i, r in enumerate(ranks))
+        identity = len(ranks) == world and all(r == i for i, r in enumerate(ranks))
         self.torch_rank = None if identity else ranks
         self.logical = None if identity else inverse
 
@@ -112,6 +115,10 @@ def check_world(layout: Layout, rank_map: Optional[RankMap] = None) -> tuple[int
             f"torch.distributed's world of {world} ranks"
         )
     logical = me if rank_map is None or rank_map.logical is None else rank_map.logical[me]
+    if rank_map is not None and rank_map.torch_rank is not None and end > len(rank_map.torch_rank):
+        raise LayoutError(
+            f"the layout's ranks {layout.rank_offset}..{end} do not fit the rank map's {len(rank_map.torch_rank)} ranks"
+        )
     return me, (logical if layout.rank_offset <= logical < end else None)
 
 
@@ -124,6 +131,7 @@ def build_groups(
     share: bool = True,
     on_create: Optional[Callable[[Any, GroupSpec], None]] = None,
     rank_map: Any = None,
+    reuse: Optional[dict[tuple[int, ...], Any]] = None,
 ) -> dict[str, list]:
     """Builds ``specs`` in order; by label, this rank's process groups (by
     color). Every check is made, on every rank, before the first group.
@@ -131,12 +139,17 @@ def build_groups(
     rank in it (shared ones once). ``rank_map`` (logical rank -> torch
     rank, a permutation of the world): the layout's ranks are logical, each
     group is created with its members' torch ranks in the same order (a
-    ``sort`` family sorted by logical rank first)."""
+    ``sort`` family sorted by logical rank first). ``reuse`` (method
+    ``"local"``): existing process groups by their members (torch ranks, in
+    group order); a group with those members is that object, not a new
+    one (a re-layout's kept groups)."""
     if method not in METHODS:
         raise LayoutError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
     rmap = rank_map if isinstance(rank_map, RankMap) else RankMap(rank_map, dist.get_world_size())
     me, rank = check_world(layout, rmap)
     rounds = {s.label: (layout.split_rounds(s.kind) if s.kind is not None else 1) for s in specs}
+    if reuse is not None and method != "local":
+        raise LayoutError("reuse takes method='local'")
     if method == "global":
         custom = [s.label for s in specs if s.kind is None and s.partition is None and not s.everyone]
         if custom:
@@ -161,8 +174,10 @@ def build_groups(
             if on_create is not None:
                 on_create(default, spec)
             continue
-        build = _local if method == "local" else _global
-        out[spec.label] = build(layout, spec, rounds[spec.label], rank, me, timeout, on_create, rmap)
+        if method == "local":
+            out[spec.label] = _local(layout, spec, rounds[spec.label], rank, me, timeout, on_create, rmap, reuse)
+        else:
+            out[spec.label] = _global(layout, spec, rounds[spec.label], rank, me, timeout, on_create, rmap)
     return out
 
 
@@ -267,10 +282,13 @@ def _local(
     timeout: Optional[timedelta],
     on_create: Optional[Callable[[Any, GroupSpec], None]],
     rmap: RankMap,
+    reuse: Optional[dict[tuple[int, ...], Any]] = None,
 ) -> list[dist.ProcessGroup]:
     """One members-only ``new_group`` per round: this rank's group of the
     round, or itself alone (dropped at once). This rank's groups, by
-    color. ``rank`` is logical, ``me`` the torch rank."""
+    color. ``rank`` is logical, ``me`` the torch rank. A group whose
+    members are a key of ``reuse`` is that group (every member finds it
+    there alike: each makes a group of itself instead, dropped at once)."""
     name = spec.desc or spec.label
     found = []
     for round in range(rounds):
@@ -284,6 +302,16 @@ def _local(
         if members is not None:
             members = rmap.of(sorted(members) if spec.sort else members)
         desc = f"{name}/round-{round}/none" if members is None else f"{name}/{color}"
+        kept = None if members is None or reuse is None else reuse.get(tuple(members))
+        if kept is not None:
+            # Torch salts members-only group names with a count of the
+            # groups made: a group of itself, dropped at once, keeps this
+            # process's count in step with its peers'.
+            dist.destroy_process_group(_new_group([me], spec, f"{desc}/kept", timeout, local=True))
+            found.append((color, kept))
+            if on_create is not None:
+                on_create(kept, spec)
+            continue
         pg = _new_group([me] if members is None else list(members), spec, desc, timeout, local=True)
         if members is None:
             dist.destroy_process_group(pg)

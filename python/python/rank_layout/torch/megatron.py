@@ -68,6 +68,7 @@ from rank_layout.torch._groups import GroupSpec, RankMap, build_groups
 
 __all__ = [
     "initialize_model_parallel",
+    "relayout_model_parallel",
     "destroy_model_parallel",
     "ParallelState",
     "MEGATRON_CORE_VERSION",
@@ -1305,17 +1306,37 @@ class ParallelState:
 
 
 def _create(
-    version: str, args: dict[str, Any], share: bool, module: Any = None, rank_map: Optional[Sequence[int]] = None
+    version: str,
+    args: dict[str, Any],
+    share: bool,
+    module: Any = None,
+    rank_map: Optional[Sequence[int]] = None,
+    reuse: Optional[dict[tuple[int, ...], Any]] = None,
+    partial: bool = False,
+    expect: Optional[Layout] = None,
 ) -> ParallelState:
     """Plans (every check), checks ``module`` (when installing), builds the
-    groups and returns the state."""
+    groups and returns the state. ``partial``: the rank map may name fewer
+    ranks than the world, and Megatron-Core's world is the map's (a
+    re-layout); ``reuse``: process groups kept, by their members;
+    ``expect``: the layout the arguments must give (checked before any
+    group is made)."""
     if not dist.is_initialized():
         raise LayoutError("torch.distributed is not initialized (init_process_group first)")
     world, rank = dist.get_world_size(), dist.get_rank()
-    rmap = RankMap(rank_map, world)
+    rmap = RankMap(rank_map, world, partial=partial)
+    if partial and rmap.logical is not None:
+        if rmap.logical[rank] < 0:
+            raise LayoutError(f"torch rank {rank} is not in the rank map: it has no rank in the new layout")
+        world = len(rmap.torch_rank or [])
     # Megatron-Core's ranks are the logical ones; the groups and the global
     # rank lists get torch's.
     plan = _Plan(world, rank if rmap.logical is None else rmap.logical[rank], args, version)
+    if expect is not None and (plan.layout.world_size, plan.layout.sizes) != (expect.world_size, expect.sizes):
+        raise LayoutError(
+            f"the arguments give a layout of {plan.layout.world_size} ranks ({plan.layout.sizes}); "
+            f"the plan's new layout is {expect.world_size} ranks ({expect.sizes})"
+        )
     if module is not None:
         _check_installable(module, version)
     if args["pipeline_model_parallel_comm_backend"] == "ucc":
@@ -1329,7 +1350,9 @@ def _create(
             made.append(pg)
 
     timeout = timedelta(minutes=args["distributed_timeout_minutes"])
-    built = build_groups(plan.layout, plan.specs, timeout=timeout, share=share, on_create=on_create, rank_map=rmap)
+    built = build_groups(
+        plan.layout, plan.specs, timeout=timeout, share=share, on_create=on_create, rank_map=rmap, reuse=reuse
+    )
     groups = {label: (pgs[0] if pgs else None) for label, pgs in built.items()}
     values = _values(plan, groups, rmap)
     values["_global_process_group_list"] = made
@@ -1510,6 +1533,62 @@ def initialize_model_parallel(
     state = _create(version, _bind(version, args, kwargs), share, module, rank_map=rank_map)
     state.install(module)
     return state
+
+
+def relayout_model_parallel(plan: Any, *args: Any, state: ParallelState, share: bool = True, **kwargs: Any) -> ParallelState:
+    """After a failure: Megatron-Core's ``parallel_state`` for ``plan``'s new
+    layout (a :class:`rank_layout.Relayout`), installed in place of
+    ``state`` (what :func:`initialize_model_parallel` returned). Called by
+    every process that has a rank in the new layout (``plan.new_rank[r]``
+    not ``None`` for torch rank ``r``), with Megatron-Core's arguments of
+    the new layout (its sizes; the data-parallel size follows from the new
+    world, ``plan.world_size``); failed and idle processes do not call.
+
+    The new layout's rank ``n`` runs on torch rank ``plan.process(n)``
+    (torch cannot renumber a live world): the groups are built as with
+    ``rank_map=``, members-only (``use_local_synchronization``), so the
+    processes that are gone take no part. Every group of the old state
+    whose members (torch ranks, in order) are a new group's is kept, the
+    same object; the old groups not kept are destroyed. Shrunk groups are
+    created anew here (:func:`rank_layout.torch.apply_relayout` shrinks
+    them where the backend can). Afterwards the getters answer for the new
+    layout: ``get_data_parallel_world_size()`` is the new ``dp``, the
+    ``*_GLOBAL_RANKS`` lists hold torch ranks.
+
+    Raises :class:`rank_layout.LayoutError`, before any group is made, when
+    this process has no rank in the new layout, or the arguments do not
+    give the plan's new layout.
+    """
+    if not dist.is_initialized():
+        raise LayoutError("torch.distributed is not initialized (init_process_group first)")
+    me = dist.get_rank()
+    new_rank = plan.new_rank[me] if me < len(plan.new_rank) else None
+    if new_rank is None:
+        raise LayoutError(f"torch rank {me} has no rank in the new layout (failed or idle): it does not call")
+    module = _parallel_state()
+    version = installed_release(module)
+    old = {id(pg): pg for pg in state.groups.values() if pg is not None}
+    default = dist.distributed_c10d._get_default_group()
+    reuse = {}
+    for pg in old.values():
+        if pg is not default:
+            reuse[tuple(dist.get_process_group_ranks(pg))] = pg
+    rank_map = [plan.process(n) for n in range(plan.world_size)]
+    new = _create(
+        version, _bind(version, args, kwargs), share, None, rank_map=rank_map, reuse=reuse, partial=True,
+        expect=plan.layout,
+    )
+    kept = {id(pg) for pg in new.groups.values() if pg is not None}
+    for key, pg in old.items():
+        if key not in kept and pg is not default:
+            dist.destroy_process_group(pg)
+    for name, value in globals_of(version).items():
+        if name == "_HYBRID_DP_CP_GROUPS":
+            module._HYBRID_DP_CP_GROUPS.clear()
+        else:
+            setattr(module, name, value)
+    new.install(module)
+    return new
 
 
 def installed_release(module: Any = None) -> str:
