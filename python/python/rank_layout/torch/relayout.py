@@ -95,14 +95,12 @@ any call; ``groups`` that do not match the plan's old layout are refused
 on the processes that see it, before any call (their partners then wait
 out ``timeout``).
 
-One plan per world: after a plan that moves ranks (``spare``,
-``shift-ranks``, ``fill-gaps``, ``next-grid``), rank ``n`` of the new
-layout is no longer torch rank ``n``, and a second plan made from it would
-number its processes by the new layout's ranks, not by torch ranks; such a
-job restarts its world (nvidia-resiliency-ext's in-process restart does)
-and builds its groups anew with :func:`rank_layout.torch.new_groups`.
-After ``drop-replica`` too, the new layout's rank ``n`` runs on
-``plan.process(n)``.
+One plan per world: after a plan, rank ``n`` of the new layout runs on
+torch rank ``plan.process(n)``, not ``n`` (every policy moves some
+ranks), and a second plan made from the new layout would number its
+processes by the new layout's ranks, not by torch ranks; such a job
+restarts its world (nvidia-resiliency-ext's in-process restart does) and
+builds its groups anew with :func:`rank_layout.torch.new_groups`.
 
 NCCL (not run here: the tests use gloo on CPU): a default group with a
 bound device makes torch create new groups with ``ncclCommSplit`` of the
