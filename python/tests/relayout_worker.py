@@ -47,7 +47,7 @@ def run(rank: int, world: int, port: int, out: str, job: dict[str, Any]) -> None
         import torch
         import torch.distributed as dist
 
-        from rank_layout import Layout, relayout
+        from rank_layout import Layout, LayoutError, relayout
         from rank_layout.torch import apply_relayout, new_groups
 
         torch.set_num_threads(1)
@@ -72,6 +72,16 @@ def run(rank: int, world: int, port: int, out: str, job: dict[str, Any]) -> None
         mark("failure seen")
         survivors = [r for r in range(world) if r != failed]
         result["refused"] = check_refusals(layout, kinds, failed, groups, world)
+        if job.get("told") is not None:
+            # The survivors are told the wrong process died: groups with
+            # the dead one in them must end in a LayoutError, not a hang.
+            plan = relayout(layout, [job["told"]], policy="drop-replica", kinds=kinds)
+            t = time.monotonic()
+            try:
+                apply_relayout(plan, groups, timeout=timedelta(seconds=job["timeout_s"]), destroy_old=False)
+                result["wrong"] = {"error": None, "seconds": time.monotonic() - t}
+            except LayoutError as e:
+                result["wrong"] = {"error": str(e), "seconds": time.monotonic() - t}
         for i, (label, policy, spare_nodes, stand_in) in enumerate(job["policies"]):
             last = i == len(job["policies"]) - 1
             plan = relayout(layout, [failed], policy=policy, spare_nodes=spare_nodes, kinds=kinds)

@@ -120,3 +120,30 @@ def test_relayout_gloo_8_processes(config: dict, kinds: list[str], failed: int, 
 def test_relayout_gloo_16_processes(tmp_path: Path) -> None:
     config = dict(tp=2, cp=2, pp=2, dp=2, order="tp-cp-dp-pp")
     run_case(config, ["tp", "cp", "dp", "pp", "dp-cp"], 11, tmp_path, deadline_s=600)
+
+
+def test_relayout_gloo_told_the_wrong_rank(tmp_path: Path) -> None:
+    """Process 5 dies, but the survivors are told 2 did: the plan drops 2's
+    replica and rebuilds data-parallel groups with 5 in them. Their other
+    members end with a LayoutError naming the kind and the torch ranks
+    after the 5 s timeout; every other process goes on; nothing hangs."""
+    config, kinds, failed, told = dict(tp=2, dp=4, order="tp-dp-pp"), ["tp", "dp"], 5, 2
+    layout = Layout(**config)
+    job = {"layout": config, "kinds": kinds, "failed": failed, "policies": [], "told": told, "timeout_s": 5}
+    results = relayout_worker.spawn(layout.world_size, job, tmp_path, deadline_s=300)
+    plan = relayout(layout, [told], policy="drop-replica", kinds=kinds)
+    # The new dp groups the dead process is put in, and their other members.
+    stuck = [g for g in (plan.layout.group("dp", c) for c in range(len(plan.layout.groups("dp"))))
+             if any(plan.process(n) == failed for n in g)]
+    waiting = {plan.process(n) for g in stuck for n in g} - {failed}
+    assert stuck and waiting
+    for r in results:
+        if r["rank"] == failed:
+            continue
+        wrong = r["wrong"]
+        if r["rank"] in waiting:
+            members = next([plan.process(n) for n in g] for g in stuck if r["rank"] in map(plan.process, g))
+            assert wrong["error"].startswith(f"kind dp: making the group of torch ranks {members} failed"), wrong
+            assert 4 < wrong["seconds"] < 30, wrong
+        else:
+            assert wrong["error"] is None, (r["rank"], wrong)

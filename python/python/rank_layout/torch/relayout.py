@@ -87,10 +87,20 @@ calls and O(its group sizes) work.
 
 Every wait is bounded: a new group's rendezvous and its collectives wait
 at most ``timeout`` (default: torch's, 30 minutes on gloo, 10 on NCCL);
-a member that never comes ends the call with
-:class:`rank_layout.LayoutError` naming the kind and the ranks. Refusals
-(a plan kind missing, a world too small, a bad argument) come on every
-process, before any call.
+a member that never comes (dead, or told it has no place) ends the call
+with :class:`rank_layout.LayoutError` naming the kind and the ranks
+(tested: survivors told the wrong rank died). Refusals (a plan kind
+missing, a world too small, a bad argument) come on every process, before
+any call; ``groups`` that do not match the plan's old layout are refused
+on the processes that see it, before any call (their partners then wait
+out ``timeout``).
+
+One plan per world: after a plan, rank ``n`` of the new layout runs on
+torch rank ``plan.process(n)``, not ``n`` (every policy moves some
+ranks), and a second plan made from the new layout would number its
+processes by the new layout's ranks, not by torch ranks; such a job
+restarts its world (nvidia-resiliency-ext's in-process restart does) and
+builds its groups anew with :func:`rank_layout.torch.new_groups`.
 
 NCCL (not run here: the tests use gloo on CPU): a default group with a
 bound device makes torch create new groups with ``ncclCommSplit`` of the
