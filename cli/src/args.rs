@@ -247,6 +247,9 @@ pub enum Emit {
     Torchrun,
     /// dlrover's {host: domain} JSON.
     Dlrover,
+    /// A rank map for torch DeviceMesh's mesh= tensor (entry r: the rank,
+    /// launched in host name order, that plays logical rank r).
+    DeviceMesh,
 }
 
 /// The layout keys (the same as a `--config` file's) and the machine.

@@ -86,6 +86,7 @@ pub fn run(args: &PlaceArgs) -> Result<Outcome, Failure> {
             Emit::Rankfile => Launcher::Rankfile,
             Emit::Torchrun => Launcher::Torchrun,
             Emit::Dlrover => Launcher::Dlrover,
+            Emit::DeviceMesh => Launcher::DeviceMesh,
         };
         eprintln!("{}", launcher.command(&plan, &hosts, "FILE"));
         crate::report::print(&launcher.file(&plan, &hosts))?;
