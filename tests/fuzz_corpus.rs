@@ -61,6 +61,36 @@ fn corpus_modules_file() {
     replay(CORPUS, "modules_file", entries::modules_file);
 }
 
+#[test]
+fn corpus_nvidia_smi() {
+    replay(CORPUS, "nvidia_smi", entries::nvidia_smi);
+}
+
+#[test]
+fn corpus_topology_conf() {
+    replay(CORPUS, "topology_conf", entries::topology_conf);
+}
+
+#[test]
+fn corpus_topology_yaml() {
+    replay(CORPUS, "topology_yaml", entries::topology_yaml);
+}
+
+#[test]
+fn corpus_scontrol_topology() {
+    replay(CORPUS, "scontrol_topology", entries::scontrol_topology);
+}
+
+#[test]
+fn corpus_slurm_topology_addr() {
+    replay(CORPUS, "slurm_topology_addr", entries::slurm_topology_addr);
+}
+
+#[test]
+fn corpus_kubectl_nodes() {
+    replay(CORPUS, "kubectl_nodes", entries::kubectl_nodes);
+}
+
 // Regression tests: one per bug the fuzzers found, with the minimized input.
 
 /// This test binary's allocator: the system's, counting the bytes the

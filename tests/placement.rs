@@ -226,3 +226,30 @@ fn unhealthy_and_unknown_hosts() {
     assert_eq!((plan.whole_units, plan.straddling_units), (1, 1));
     assert_eq!(crossing(&plan, &hosts, &must)["tp"], 1);
 }
+
+#[test]
+fn device_mesh_rank_map() {
+    // Two racks listed interleaved: the plan's node order is not the name
+    // order, and the map sends each logical rank to the launched rank (the
+    // plan's hosts in name order, GPU = local rank) on its planned host.
+    let hosts = Hosts::parse_plain("n0 rA 2\nn1 rB 2\nn2 rA 2\nn3 rB 2\n").unwrap();
+    let layout = Layout::new(&Config::new().tp(4).world_size(8)).unwrap();
+    let must = kinds(&layout, &[Kind::TP]);
+    let plan = place(8, &must, &hosts, &PlaceOptions::default()).unwrap();
+    let text = Launcher::DeviceMesh.file(&plan, &hosts);
+    let map: Vec<usize> = serde_json::from_str(&text).unwrap();
+    let mut used = plan.node_hosts.clone();
+    used.sort_unstable();
+    for (r, &q) in map.iter().enumerate() {
+        assert_eq!((used[q / 2], q % 2), (plan.node_hosts[r / 2], r % 2), "{r}");
+    }
+    // tp groups of the mesh hold one rack's launched ranks each.
+    for group in map.chunks(4) {
+        let racks: BTreeSet<Option<&str>> = group
+            .iter()
+            .map(|&q| hosts.get(used[q / 2]).unwrap().domain())
+            .collect();
+        assert_eq!(racks.len(), 1, "{group:?}");
+    }
+    assert_eq!(map, [0, 1, 4, 5, 2, 3, 6, 7]);
+}

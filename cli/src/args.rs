@@ -7,6 +7,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use rank_layout::megatron::MegatronJoin;
 use rank_layout::relayout::Policy;
 use rank_layout::{Config, ExpertLayout, Layout, Order};
+use rank_layout_cli::hosts_file::Format as HostsFormat;
 use serde::Serialize;
 
 use crate::megatron::MegatronFlags;
@@ -227,7 +228,9 @@ pub struct RelayoutArgs {
 pub const HOSTS_HELP: &str = "Host table (--hosts FILE): one host per line, `host domain [gpus] [state]` \
 (host may be a Slurm hostlist, gb[001-018]), `#` comments; domain `-` or `unknown` for none, or keys from the outermost joined by `/` \
 (`cluster1/rack07`); state `up` (default) or `down`/`drain`. Or JSON: a list of \
-{\"host\", \"domain\" (or \"keys\": [...]), \"gpus\", \"healthy\"}.";
+{\"host\", \"domain\" (or \"keys\": [...]), \"gpus\", \"healthy\"}. \
+Other formats by --hosts-format: nvidia-smi, topology-conf, topology-yaml, scontrol, \
+slurm-topology-addr, kubectl (see docs/semantics.md, section 10).";
 
 /// The flags of `place`.
 #[derive(Debug, Args)]
@@ -238,6 +241,9 @@ pub struct PlaceArgs {
     /// The host table.
     #[arg(long, value_name = "FILE")]
     pub hosts: PathBuf,
+    /// How to read it.
+    #[command(flatten)]
+    pub hosts_read: HostsReadArgs,
     /// A kind that must stay inside a domain (repeatable; default: tp, cp
     /// and etp-ep of a layout, the tp, cp, ep dims of a mesh).
     #[arg(long = "must-fit", value_name = "KIND")]
@@ -254,6 +260,36 @@ pub struct PlaceArgs {
     /// goes to stderr).
     #[arg(long, value_enum)]
     pub emit: Option<Emit>,
+}
+
+/// How to read the `--hosts` file: its format and what some formats take.
+#[derive(Debug, Args)]
+pub struct HostsReadArgs {
+    /// The --hosts file's format.
+    #[arg(long, value_enum, value_name = "FORMAT", default_value = "auto")]
+    pub hosts_format: HostsFormat,
+    /// kubectl: the node label that holds the NVLink domain.
+    #[arg(long, value_name = "LABEL")]
+    pub clique_label: Option<String>,
+    /// topology-yaml: the topology to read (default: the cluster default).
+    #[arg(long, value_name = "NAME")]
+    pub topology: Option<String>,
+    /// Keep only these hosts of the table, a Slurm hostlist (e.g.
+    /// "$SLURM_JOB_NODELIST"); a host the table lacks has no domain.
+    #[arg(long, value_name = "HOSTLIST")]
+    pub nodelist: Option<String>,
+}
+
+impl HostsReadArgs {
+    /// The reader's options.
+    pub fn options(&self) -> rank_layout_cli::hosts_file::Options {
+        rank_layout_cli::hosts_file::Options {
+            format: self.hosts_format,
+            clique_label: self.clique_label.clone(),
+            topology: self.topology.clone(),
+            nodelist: self.nodelist.clone(),
+        }
+    }
 }
 
 /// `place --on-shortfall`.
@@ -278,6 +314,9 @@ pub enum Emit {
     Torchrun,
     /// dlrover's {host: domain} JSON.
     Dlrover,
+    /// A rank map for torch DeviceMesh's mesh= tensor (entry r: the rank,
+    /// launched in host name order, that plays logical rank r).
+    DeviceMesh,
 }
 
 /// The layout keys (the same as a `--config` file's) and the machine.

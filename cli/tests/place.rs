@@ -54,6 +54,16 @@ fn place(hosts: &Path, flags: &str) -> Value {
     serde_json::from_str(&stdout_args(&args)).unwrap()
 }
 
+/// The report's `node_hosts`.
+fn node_hosts(v: &Value) -> Vec<String> {
+    v["node_hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_str().unwrap().to_string())
+        .collect()
+}
+
 fn crossing(v: &Value) -> BTreeMap<String, u64> {
     v["crossing"]
         .as_object()
@@ -189,12 +199,7 @@ fn launcher_files_read_back() {
     let h = hosts.to_str().unwrap();
     let flags = ["--tp", "8", "--ep", "4", "--etp", "1", "--world-size", "64"];
     let v = place(&hosts, &flags.join(" "));
-    let node_hosts: Vec<String> = v["node_hosts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x.as_str().unwrap().to_string())
-        .collect();
+    let node_hosts = node_hosts(&v);
     let emit = |what: &str| {
         stdout_args(&[&["place", "--hosts", h, "--emit", what][..], &flags[..]].concat())
     };
@@ -339,5 +344,41 @@ fn slurm_hostlists_in_the_plain_table() {
     fails_with_args(
         &["place", "--hosts", bad.to_str().unwrap(), "--tp", "8"],
         "decreases",
+    );
+}
+
+#[test]
+fn device_mesh_rank_map_reads_back() {
+    let hosts = racks("device-mesh", &[6, 6, 6], true);
+    let h = hosts.to_str().unwrap();
+    let flags = ["--tp", "8", "--ep", "4", "--etp", "1", "--world-size", "64"];
+    let v = place(&hosts, &flags.join(" "));
+    let node_hosts = node_hosts(&v);
+    let args = [
+        &["place", "--hosts", h, "--emit", "device-mesh"][..],
+        &flags[..],
+    ]
+    .concat();
+    let map: Vec<usize> = serde_json::from_str(&stdout_args(&args)).unwrap();
+    // A permutation of the launched ranks.
+    let mut sorted = map.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, (0..64).collect::<Vec<_>>());
+    // Launched ranks: the used hosts in name order, 4 per host; the rank
+    // that plays logical rank r runs on r's planned host and GPU.
+    let mut launched = node_hosts.clone();
+    launched.sort();
+    for (r, &q) in map.iter().enumerate() {
+        assert_eq!(
+            (&launched[q / 4], q % 4),
+            (&node_hosts[r / 4], r % 4),
+            "{r}"
+        );
+    }
+    // The plan is not the name order here, so the map is not the identity.
+    assert_ne!(map, sorted);
+    let out = run_args(&args);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("torch sorts each group's members by rank")
     );
 }

@@ -72,7 +72,9 @@ impl Hosts {
         Hosts::checked(hosts.into_iter().map(|h| (0, h)).collect())
     }
 
-    fn checked(mut rows: Vec<(usize, Host)>) -> Result<Hosts> {
+    /// The table of `rows` (each with the line it was read from), checked
+    /// and put in the canonical order: what every reader ends with.
+    pub(crate) fn checked(mut rows: Vec<(usize, Host)>) -> Result<Hosts> {
         let mut seen = BTreeSet::new();
         for (line, host) in &rows {
             if host.name.is_empty() || host.name.chars().any(char::is_whitespace) {
@@ -153,20 +155,8 @@ impl Hosts {
                     })?;
                 }
             }
-            let names = expand_hostlist(name).map_err(|e| match e {
-                Error::BadSpec { problem, .. } => bad(line, name, &problem),
-                other => other,
-            })?;
-            if rows.len().saturating_add(names.len()) > crate::machine::hostlist::MAX_HOSTS {
-                return Err(bad(
-                    line,
-                    name,
-                    &format!(
-                        "the table lists more than {} hosts",
-                        crate::machine::hostlist::MAX_HOSTS
-                    ),
-                ));
-            }
+            let mut listed = rows.len();
+            let names = expand_at(line, name, &mut listed)?;
             for name in names {
                 rows.push((
                     line,
@@ -210,6 +200,38 @@ impl Hosts {
         self.hosts.iter().map(|h| h.keys.len()).max().unwrap_or(0)
     }
 
+    /// The hosts of `nodelist`, a Slurm hostlist expression such as the
+    /// job's `SLURM_JOB_NODELIST`: a topology file lists the whole cluster,
+    /// the job got some of it. Each host keeps its row of this table; a
+    /// host this table does not list joins with an unknown domain.
+    ///
+    /// ```
+    /// use rank_layout::machine::Hosts;
+    /// let cluster = Hosts::parse_topology_conf("BlockName=b1 Nodes=gb[01-18]\n")?;
+    /// let job = cluster.restrict_to("gb[17-18],gpu7")?;
+    /// let domains: Vec<_> = job.iter().map(|h| (h.name.as_str(), h.domain())).collect();
+    /// assert_eq!(domains, [("gb17", Some("b1")), ("gb18", Some("b1")), ("gpu7", None)]);
+    /// # Ok::<(), rank_layout::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::BadHostTable`] (line 1) for a bad expression or a host
+    /// named twice.
+    pub fn restrict_to(&self, nodelist: &str) -> Result<Hosts> {
+        let mut listed = 0;
+        let rows = expand_at(1, nodelist.trim(), &mut listed)?
+            .into_iter()
+            .map(|name| {
+                let host = match self.index_of(&name).and_then(|i| self.hosts.get(i)) {
+                    Some(host) => host.clone(),
+                    None => Host::new(name, None),
+                };
+                (1, host)
+            })
+            .collect();
+        Hosts::checked(rows)
+    }
+
     /// The plain table of these hosts (what [`Hosts::parse_plain`] reads
     /// back to the same table).
     pub fn to_plain(&self) -> String {
@@ -250,7 +272,31 @@ fn state(word: &str) -> Option<bool> {
     }
 }
 
-fn bad(line: usize, text: &str, problem: &str) -> Error {
+/// The host names of the hostlist expression `expr` read at `line`, with
+/// `listed` (the names listed so far) counted up: more than
+/// [`MAX_HOSTS`](crate::machine::MAX_HOSTS) in all is an error.
+pub(crate) fn expand_at(line: usize, expr: &str, listed: &mut usize) -> Result<Vec<String>> {
+    let names = expand_hostlist(expr).map_err(|e| match e {
+        Error::BadSpec { problem, .. } => bad(line, expr, &problem),
+        other => other,
+    })?;
+    *listed = listed.saturating_add(names.len());
+    if *listed > crate::machine::hostlist::MAX_HOSTS {
+        return Err(bad(
+            line,
+            expr,
+            &format!(
+                "the table lists more than {} hosts",
+                crate::machine::hostlist::MAX_HOSTS
+            ),
+        ));
+    }
+    Ok(names)
+}
+
+/// The host table's error: `line` (from 1; 0 when not read from a line),
+/// the bad `text` (cut to 200 characters) and the `problem`.
+pub(crate) fn bad(line: usize, text: &str, problem: &str) -> Error {
     Error::BadHostTable {
         line,
         text: text.chars().take(200).collect(),

@@ -4,8 +4,10 @@
 use crate::machine::hosts::Hosts;
 use crate::machine::place::NodePlan;
 
-/// A launcher file format.
+/// A launcher file format. New formats may be added: a `match` on it
+/// needs a `_` arm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Launcher {
     /// Slurm's `SLURM_HOSTFILE` for `srun --distribution=arbitrary`: one
     /// host per task, in rank order.
@@ -18,25 +20,37 @@ pub enum Launcher {
     /// dlrover's `{host: domain}` JSON (`DLROVER_GROUP_TOPOLOGY_FILE`);
     /// hosts of an unknown domain are left out.
     Dlrover,
+    /// A rank map for torch's `DeviceMesh` (or `Mesh`), for a job launched
+    /// without the placement (ranks in the table's host order): a JSON list
+    /// whose entry `r` is the launched rank that plays logical rank `r`, so
+    /// `torch.tensor(map).reshape(dims)` is the `mesh=` tensor. Launched
+    /// ranks are the plan's hosts in the table's canonical order, `G` per
+    /// host, GPU = local rank (what `srun` over the job's nodelist or a
+    /// hostfile in name order starts). torch sorts a group's members by
+    /// rank, so inside each group the local ranks follow the launched
+    /// ranks, not the mesh's order.
+    DeviceMesh,
 }
 
 impl Launcher {
     /// Every format, in the order of [`Launcher::name`]s.
-    pub const ALL: [Launcher; 4] = [
+    pub const ALL: [Launcher; 5] = [
         Launcher::SlurmHostfile,
         Launcher::Rankfile,
         Launcher::Torchrun,
         Launcher::Dlrover,
+        Launcher::DeviceMesh,
     ];
 
     /// Its name on the command line (`slurm-hostfile`, `rankfile`,
-    /// `torchrun`, `dlrover`).
+    /// `torchrun`, `dlrover`, `device-mesh`).
     pub fn name(self) -> &'static str {
         match self {
             Launcher::SlurmHostfile => "slurm-hostfile",
             Launcher::Rankfile => "rankfile",
             Launcher::Torchrun => "torchrun",
             Launcher::Dlrover => "dlrover",
+            Launcher::DeviceMesh => "device-mesh",
         }
     }
 
@@ -55,6 +69,7 @@ impl Launcher {
     /// assert_eq!(Launcher::Rankfile.file(&plan, &hosts).lines().nth(1), Some("rank 1=a slot=1"));
     /// assert_eq!(Launcher::Torchrun.file(&plan, &hosts), "a 0\nb 1\n");
     /// assert_eq!(Launcher::Dlrover.file(&plan, &hosts), "{\"a\": \"r0\", \"b\": \"r1\"}\n");
+    /// assert_eq!(Launcher::DeviceMesh.file(&plan, &hosts), "[0, 1, 2, 3]\n");
     /// # Ok::<(), rank_layout::Error>(())
     /// ```
     pub fn file(self, plan: &NodePlan, hosts: &Hosts) -> String {
@@ -100,6 +115,12 @@ impl Launcher {
                 }
                 out.push_str("}\n");
             }
+            Launcher::DeviceMesh => {
+                let ranks: Vec<String> = launched_ranks(plan).iter().map(u64::to_string).collect();
+                out.push('[');
+                out.push_str(&ranks.join(", "));
+                out.push_str("]\n");
+            }
         }
         out
     }
@@ -133,8 +154,39 @@ impl Launcher {
                 )
             }
             Launcher::Dlrover => format!("DLROVER_GROUP_TOPOLOGY_FILE={path} dlrover-run ..."),
+            Launcher::DeviceMesh => format!(
+                "launch {ranks} ranks on the {nodes} hosts in name order ({g} per host), then in each: \
+                 mesh = DeviceMesh(\"cuda\", torch.tensor(json.load(open(\"{path}\"))).reshape(<dims, outermost first>), \
+                 mesh_dim_names=(...)); warning: torch sorts each group's members by rank, so a group's \
+                 local ranks follow the launched ranks, not the mesh's order"
+            ),
         }
     }
+}
+
+/// The launched rank of each logical rank: the plan's hosts in the table's
+/// canonical order (host indices ascending), `G` ranks per host, GPU =
+/// local rank.
+fn launched_ranks(plan: &NodePlan) -> Vec<u64> {
+    let g = u64::from(plan.gpus_per_node);
+    let mut by_index: Vec<(usize, usize)> = plan
+        .node_hosts
+        .iter()
+        .enumerate()
+        .map(|(node, &host)| (host, node))
+        .collect();
+    by_index.sort_unstable();
+    // Logical node -> its host's position among the plan's hosts.
+    let mut position = vec![0u64; plan.node_hosts.len()];
+    for (p, &(_, node)) in by_index.iter().enumerate() {
+        if let Some(slot) = position.get_mut(node) {
+            *slot = p as u64;
+        }
+    }
+    position
+        .iter()
+        .flat_map(|&p| (0..g).map(move |l| p * g + l))
+        .collect()
 }
 
 /// `s` as a JSON string.

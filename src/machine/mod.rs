@@ -28,12 +28,15 @@ mod hosts;
 mod launcher;
 mod layout_place;
 mod place;
+mod read;
 
 pub use hostlist::{MAX_HOSTS, expand_hostlist};
 pub use hosts::{Host, Hosts};
 pub use launcher::Launcher;
 pub use layout_place::{default_must_fit, place_layout};
 pub use place::{Crossing, KindGroups, NodePlan, PlaceOptions, Shortfall, place};
+#[cfg(feature = "serde")]
+pub use read::DEFAULT_CLIQUE_LABEL;
 
 use crate::error::Result;
 use crate::kind::Kind;

@@ -20,7 +20,8 @@ use crate::target::{DimSet, Target};
 /// Every error of the input, the host table and a `--must-fit` kind; no
 /// placement (exit status 2).
 pub fn run(args: &PlaceArgs) -> Result<Outcome, Failure> {
-    let hosts = hosts_file::read(&args.hosts).map_err(Failure::Message)?;
+    let hosts =
+        hosts_file::read_with(&args.hosts, &args.hosts_read.options()).map_err(Failure::Message)?;
     let Input::One { target, .. } = Input::load(&args.setup)? else {
         return Err(Failure::Message(
             "place takes a layout or a mesh, not a --modules file".to_string(),
@@ -85,6 +86,7 @@ pub fn run(args: &PlaceArgs) -> Result<Outcome, Failure> {
             Emit::Rankfile => Launcher::Rankfile,
             Emit::Torchrun => Launcher::Torchrun,
             Emit::Dlrover => Launcher::Dlrover,
+            Emit::DeviceMesh => Launcher::DeviceMesh,
         };
         eprintln!("{}", launcher.command(&plan, &hosts, "FILE"));
         crate::report::print(&launcher.file(&plan, &hosts))?;

@@ -20,19 +20,31 @@
 
 mod json_config;
 mod kind;
+mod kubectl_nodes;
 mod layout;
 mod megatron_args;
 mod mesh_spec;
 mod modules_file;
+mod nvidia_smi;
 mod order;
 mod rank_list;
+mod scontrol_topology;
 mod shared;
+mod slurm_topology_addr;
+mod topology_conf;
+mod topology_yaml;
 
 pub use json_config::json_config;
 pub use kind::kind;
+pub use kubectl_nodes::kubectl_nodes;
 pub use layout::{layout, layout_config};
 pub use megatron_args::megatron_args;
 pub use mesh_spec::mesh_spec;
 pub use modules_file::modules_file;
+pub use nvidia_smi::nvidia_smi;
 pub use order::order;
 pub use rank_list::rank_list;
+pub use scontrol_topology::scontrol_topology;
+pub use slurm_topology_addr::slurm_topology_addr;
+pub use topology_conf::topology_conf;
+pub use topology_yaml::topology_yaml;

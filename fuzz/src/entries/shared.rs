@@ -1021,3 +1021,93 @@ fn check_spread(layout: &Layout, kind: Kind, topology: &Topology) {
         "domains of {kind} on {topology:?} in {layout:?}"
     );
 }
+
+/// The checks of a host table any reader returned: in the canonical order
+/// (each name found by binary search at its own index, so sorted and no
+/// name twice), names one word, no empty topology key, no host of 0 GPUs.
+pub(super) fn check_hosts(hosts: &rank_layout::machine::Hosts) {
+    for (i, h) in hosts.iter().enumerate() {
+        assert_eq!(hosts.index_of(&h.name), Some(i), "{} out of order", h.name);
+        assert!(
+            !h.name.is_empty() && !h.name.contains(char::is_whitespace),
+            "{:?}",
+            h.name
+        );
+        assert!(h.keys.iter().all(|k| !k.is_empty()), "{h:?}");
+        assert_ne!(h.gpus, Some(0), "{h:?}");
+    }
+}
+
+/// A refusal of a host table reader is its typed error, with a message.
+pub(super) fn check_refusal(error: &Error) {
+    assert!(
+        matches!(error, Error::BadHostTable { .. }),
+        "not a host table error: {error:?}"
+    );
+    assert!(!error.to_string().is_empty());
+}
+
+/// Inputs whose hostlists may stand for more names than this are skipped
+/// by the host-reader targets: a short input such as `Nodes=n[0-999999]`
+/// stands for up to a million hosts (the readers' limit, tested by the
+/// library's unit tests), which an instrumented build reads in tens of
+/// seconds, and libFuzzer would report it as a timeout.
+const MANY_NAMES: u64 = 4096;
+
+/// Whether the hostlist expressions in `text` may stand for more than
+/// [`MANY_NAMES`] names: per blank-separated word, the product over its
+/// `[...]` groups of the values each lists, summed over the words (an
+/// upper bound of what the readers expand; brackets that do not parse
+/// count as one value each).
+pub(super) fn too_many_names(text: &str) -> bool {
+    let mut total: u64 = 0;
+    for word in text.split(|c: char| c.is_whitespace() || c == '"') {
+        let mut product: u64 = 1;
+        let mut rest = word;
+        while let Some(open) = rest.find('[') {
+            let after = rest.get(open + 1..).unwrap_or("");
+            let Some(close) = after.find(']') else {
+                break;
+            };
+            let body = after.get(..close).unwrap_or("");
+            let mut values: u64 = 0;
+            for part in body.split(',') {
+                let count = match part.split_once('-') {
+                    Some((a, b)) => match (a.parse::<u64>(), b.parse::<u64>()) {
+                        (Ok(a), Ok(b)) if b >= a => b - a + 1,
+                        _ => 1,
+                    },
+                    None => 1,
+                };
+                values = values.saturating_add(count);
+            }
+            product = product.saturating_mul(values.max(1));
+            rest = after.get(close + 1..).unwrap_or("");
+        }
+        total = total.saturating_add(product);
+    }
+    total > MANY_NAMES
+}
+
+/// The checks of a Slurm topology reader's answer ([`check_hosts`], every
+/// host healthy with its GPUs not given and its keys known, at most
+/// `levels` deep) or of its refusal; the table when it read one.
+pub(super) fn check_topology(
+    read: Result<rank_layout::machine::Hosts, Error>,
+    levels: usize,
+) -> Option<rank_layout::machine::Hosts> {
+    match read {
+        Ok(hosts) => {
+            check_hosts(&hosts);
+            assert!(hosts.levels() <= levels);
+            for h in &hosts {
+                assert!(h.healthy && h.gpus.is_none() && !h.keys.is_empty(), "{h:?}");
+            }
+            Some(hosts)
+        }
+        Err(e) => {
+            check_refusal(&e);
+            None
+        }
+    }
+}

@@ -1,0 +1,336 @@
+//! Slurm's units (switches and blocks) as a host table, and the
+//! `Key=value` lines of `topology.conf` and `scontrol show topology`.
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::error::Result;
+use crate::machine::hosts::{Host, Hosts, bad, expand_at};
+
+/// The most levels of a switch tree (a deeper chain is a cycle or a
+/// mistake).
+const MAX_LEVELS: usize = 64;
+
+/// A switch or a block: its name, the line it was read from, its nodes and
+/// (a switch) its child switches, each a hostlist expression.
+#[derive(Debug, Default)]
+pub(crate) struct Unit {
+    pub line: usize,
+    pub name: String,
+    pub nodes: Option<String>,
+    pub children: Option<String>,
+}
+
+/// What a topology lists.
+#[derive(Debug, Default)]
+pub(crate) struct Units {
+    /// `SwitchName=` lines (topology/tree).
+    pub switches: Vec<Unit>,
+    /// `BlockName=` lines (topology/block).
+    pub blocks: Vec<Unit>,
+    /// `AggregatedBlock=` lines (`scontrol show topology` of a block
+    /// topology: the higher-level blocks).
+    pub aggregated: Vec<Unit>,
+}
+
+impl Units {
+    /// The host table: the hosts of the blocks, or of the switch tree.
+    pub fn hosts(&self, what: &str) -> Result<Hosts> {
+        match (self.switches.first(), self.blocks.first()) {
+            (Some(_), Some(b)) => Err(bad(
+                b.line,
+                &b.name,
+                "switches and blocks in one topology: give one topology",
+            )),
+            (Some(_), None) => tree_hosts(&self.switches),
+            (None, Some(_)) => block_hosts(&self.blocks, &self.aggregated),
+            (None, None) => Err(bad(0, what, "no switch and no block listed")),
+        }
+    }
+}
+
+/// The hosts of a switch tree: each node's keys are the switches from the
+/// root down to its deepest switch (a node listed by a switch and by one of
+/// its ancestors, as `scontrol` prints, is the deeper switch's).
+fn tree_hosts(switches: &[Unit]) -> Result<Hosts> {
+    let mut index = HashMap::new();
+    for (i, s) in switches.iter().enumerate() {
+        if index.insert(s.name.as_str(), i).is_some() {
+            return Err(bad(
+                s.line,
+                &s.name,
+                &format!("switch {:?} is defined twice", s.name),
+            ));
+        }
+    }
+    let mut parent: Vec<Option<usize>> = vec![None; switches.len()];
+    let mut listed = 0;
+    for (i, s) in switches.iter().enumerate() {
+        let Some(children) = &s.children else {
+            continue;
+        };
+        for child in expand_at(s.line, children, &mut listed)? {
+            let j = *index
+                .get(child.as_str())
+                .ok_or_else(|| bad(s.line, &child, &format!("switch {child:?} is not defined")))?;
+            let Some(slot) = parent.get_mut(j) else {
+                continue;
+            };
+            match *slot {
+                Some(p) if p != i => {
+                    return Err(bad(
+                        s.line,
+                        &child,
+                        &format!("switch {child:?} has two parents"),
+                    ));
+                }
+                _ => *slot = Some(i),
+            }
+        }
+    }
+    // Each switch's chain, root first.
+    let mut chains: Vec<Vec<String>> = Vec::with_capacity(switches.len());
+    for (i, s) in switches.iter().enumerate() {
+        let mut chain = vec![s.name.clone()];
+        let mut at = i;
+        while let Some(p) = parent.get(at).copied().flatten() {
+            if chain.len() >= MAX_LEVELS {
+                return Err(bad(
+                    s.line,
+                    &s.name,
+                    &format!(
+                        "switch {:?} is in a cycle or more than {MAX_LEVELS} levels deep",
+                        s.name
+                    ),
+                ));
+            }
+            if let Some(up) = switches.get(p) {
+                chain.push(up.name.clone());
+            }
+            at = p;
+        }
+        chain.reverse();
+        chains.push(chain);
+    }
+    let mut leaf: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    for (i, s) in switches.iter().enumerate() {
+        let Some(nodes) = &s.nodes else {
+            continue;
+        };
+        let depth = chains.get(i).map_or(0, Vec::len);
+        for node in expand_at(s.line, nodes, &mut listed)? {
+            match leaf.get(&node).copied() {
+                Some((j, _)) if j == i => {}
+                Some((j, _)) => {
+                    let other = chains.get(j).map_or(0, Vec::len);
+                    if depth == other {
+                        let name = switches.get(j).map_or("", |u| u.name.as_str());
+                        return Err(bad(
+                            s.line,
+                            &node,
+                            &format!("node {node:?} is under switches {name:?} and {:?}", s.name),
+                        ));
+                    }
+                    if depth > other {
+                        leaf.insert(node, (i, s.line));
+                    }
+                }
+                None => {
+                    leaf.insert(node, (i, s.line));
+                }
+            }
+        }
+    }
+    let rows = leaf
+        .into_iter()
+        .map(|(name, (i, line))| {
+            let host = Host {
+                name,
+                gpus: None,
+                healthy: true,
+                keys: chains.get(i).cloned().unwrap_or_default(),
+            };
+            (line, host)
+        })
+        .collect();
+    Hosts::checked(rows)
+}
+
+/// The hosts of blocks: each node's domain is its block; the aggregated
+/// blocks holding it, largest first, are its outer keys.
+fn block_hosts(blocks: &[Unit], aggregated: &[Unit]) -> Result<Hosts> {
+    let mut names = HashMap::new();
+    let mut rows: BTreeMap<String, (usize, Host)> = BTreeMap::new();
+    let mut listed = 0;
+    for b in blocks {
+        if names.insert(b.name.as_str(), ()).is_some() {
+            return Err(bad(
+                b.line,
+                &b.name,
+                &format!("block {:?} is defined twice", b.name),
+            ));
+        }
+        let Some(nodes) = &b.nodes else {
+            continue;
+        };
+        for node in expand_at(b.line, nodes, &mut listed)? {
+            if let Some((_, host)) = rows.get(&node) {
+                return Err(bad(
+                    b.line,
+                    &node,
+                    &format!(
+                        "node {node:?} is in blocks {:?} and {:?}",
+                        host.keys.last().map_or("", String::as_str),
+                        b.name
+                    ),
+                ));
+            }
+            let host = Host {
+                name: node.clone(),
+                gpus: None,
+                healthy: true,
+                keys: vec![b.name.clone()],
+            };
+            rows.insert(node, (b.line, host));
+        }
+    }
+    // Outer keys: (nodes of the aggregated block, its name) per node.
+    let mut outer: BTreeMap<String, Vec<(usize, String)>> = BTreeMap::new();
+    for a in aggregated {
+        let Some(nodes) = &a.nodes else {
+            continue;
+        };
+        let members = expand_at(a.line, nodes, &mut listed)?;
+        let size = members.len();
+        for node in members {
+            if !rows.contains_key(&node) {
+                return Err(bad(
+                    a.line,
+                    &node,
+                    &format!(
+                        "node {node:?} of aggregated block {:?} is in no block",
+                        a.name
+                    ),
+                ));
+            }
+            outer.entry(node).or_default().push((size, a.name.clone()));
+        }
+    }
+    for (node, mut keys) in outer {
+        keys.sort_by(|x, y| y.0.cmp(&x.0).then_with(|| x.1.cmp(&y.1)));
+        if let Some((_, host)) = rows.get_mut(&node) {
+            let mut all: Vec<String> = keys.into_iter().map(|(_, k)| k).collect();
+            all.append(&mut host.keys);
+            host.keys = all;
+        }
+    }
+    Hosts::checked(rows.into_values().collect())
+}
+
+/// Which `Key=value` lines a reader takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Dialect {
+    /// `topology.conf`: `SwitchName=`, `BlockName=`, `BlockSizes=`.
+    Conf,
+    /// `scontrol show topology`: `SwitchName=`, `BlockName=`,
+    /// `AggregatedBlock=`.
+    Scontrol,
+}
+
+/// The units of `Key=value` lines (keys case-insensitive, `#` to the end
+/// of a line a comment, blanks between pairs).
+pub(crate) fn read_lines(text: &str, dialect: Dialect) -> Result<Units> {
+    let mut units = Units::default();
+    for (i, raw) in text.lines().enumerate() {
+        let line = i + 1;
+        let body = raw.split('#').next().unwrap_or("");
+        let mut pairs = Vec::new();
+        for word in body.split_whitespace() {
+            let Some((key, value)) = word.split_once('=') else {
+                return Err(bad(line, word, "expected `Key=value`"));
+            };
+            if value.is_empty() {
+                return Err(bad(line, word, "a value is empty"));
+            }
+            pairs.push((key.to_ascii_lowercase(), value));
+        }
+        let Some((first, name)) = pairs.first() else {
+            continue;
+        };
+        let (list, allowed): (&mut Vec<Unit>, &[&str]) = match (first.as_str(), dialect) {
+            ("switchname", Dialect::Conf) => {
+                (&mut units.switches, &["nodes", "switches", "linkspeed"])
+            }
+            ("switchname", Dialect::Scontrol) => (
+                &mut units.switches,
+                &["nodes", "switches", "linkspeed", "level"],
+            ),
+            ("blockname", Dialect::Conf) => (&mut units.blocks, &["nodes"]),
+            ("blockname", Dialect::Scontrol) => {
+                (&mut units.blocks, &["nodes", "blockindex", "blocksize"])
+            }
+            ("aggregatedblock", Dialect::Scontrol) => {
+                (&mut units.aggregated, &["nodes", "blockindex", "blocksize"])
+            }
+            ("blocksizes", Dialect::Conf) => {
+                block_sizes(line, name)?;
+                if let Some((_, value)) = pairs.get(1) {
+                    return Err(bad(line, value, "BlockSizes= stands alone on its line"));
+                }
+                continue;
+            }
+            ("ringname", _) => {
+                return Err(bad(
+                    line,
+                    name,
+                    "a ring topology has no domains: give a block or tree topology",
+                ));
+            }
+            _ => {
+                return Err(bad(
+                    line,
+                    raw.trim(),
+                    match dialect {
+                        Dialect::Conf => "expected SwitchName=, BlockName= or BlockSizes=",
+                        Dialect::Scontrol => "expected SwitchName=, BlockName= or AggregatedBlock=",
+                    },
+                ));
+            }
+        };
+        let mut unit = Unit {
+            line,
+            name: (*name).to_string(),
+            ..Unit::default()
+        };
+        for (key, value) in pairs.iter().skip(1) {
+            if !allowed.contains(&key.as_str()) {
+                return Err(bad(
+                    line,
+                    key,
+                    &format!("unknown parameter (expected one of {})", allowed.join(", ")),
+                ));
+            }
+            let slot = match key.as_str() {
+                "nodes" => &mut unit.nodes,
+                "switches" => &mut unit.children,
+                _ => continue,
+            };
+            if slot.replace((*value).to_string()).is_some() {
+                return Err(bad(line, key, "a parameter is given twice"));
+            }
+        }
+        list.push(unit);
+    }
+    Ok(units)
+}
+
+/// `BlockSizes=`: positive integers separated by commas (checked, not
+/// used: the domain is the base block).
+fn block_sizes(line: usize, value: &str) -> Result<()> {
+    for size in value.split(',') {
+        match size.parse::<u32>() {
+            Ok(n) if n > 0 => {}
+            _ => return Err(bad(line, size, "a block size is a positive integer")),
+        }
+    }
+    Ok(())
+}
