@@ -269,7 +269,8 @@ proptest! {
         let layout = layout.unwrap();
         let world = layout.world_size();
         prop_assume!(world % g == 0);
-        let failed: Vec<u32> = failed.iter().map(|f| f % world).collect();
+        // A failed rank may be a spare's (after the old world).
+        let failed: Vec<u32> = failed.iter().map(|f| f % (world + spares * g)).collect();
         let policy = Policy::ALL[policy];
         let mut options = RelayoutOptions::default();
         options.kinds = Some(layout.kinds().to_vec());

@@ -498,3 +498,19 @@ impl PyLayout {
         format!("Layout({})", parts.join(", "))
     }
 }
+
+/// `layout` as the package's :class:`rank_layout.Layout` (the Python class,
+/// whose ``splits`` answers :class:`SplitRound`\ s and which pickles), made
+/// from its configuration; the native class when the package's cannot be
+/// imported.
+pub(crate) fn package_layout(py: Python<'_>, layout: Layout) -> PyResult<Bound<'_, PyAny>> {
+    let native = Bound::new(py, PyLayout { inner: layout })?.into_any();
+    match py.import("rank_layout").and_then(|m| m.getattr("Layout")) {
+        Ok(class) => {
+            let config = native.getattr("config")?;
+            let config = config.cast::<pyo3::types::PyDict>()?;
+            class.call((), Some(config))
+        }
+        Err(_) => Ok(native),
+    }
+}

@@ -11,7 +11,7 @@ use rank_layout::machine::{
 
 use crate::error::{OrRaise, raise};
 use crate::kind::kind;
-use crate::layout::PyLayout;
+use crate::layout::{PyLayout, package_layout};
 use crate::mesh::PyMesh;
 use crate::value::{describe, size};
 
@@ -33,7 +33,8 @@ use crate::value::{describe, size};
 /// more than one domain), ``plain_crossing`` (the same with the hosts in
 /// the table's order), ``notes``, ``target`` (the layout placed: a smaller
 /// one after ``"shrink"``) and ``files`` (launcher -> file text:
-/// ``slurm-hostfile``, ``rankfile``, ``torchrun``, ``dlrover``). No
+/// ``slurm-hostfile``, ``rankfile``, ``torchrun``, ``dlrover``,
+/// ``device-mesh``). No
 /// placement raises :class:`LayoutError`.
 ///
 /// >>> from rank_layout import Layout, place
@@ -87,7 +88,7 @@ pub(crate) fn place<'py>(
                 .map(|&k| KindGroups::of_layout(&placed, k))
                 .collect::<Result<Vec<_>, _>>()
                 .or_raise()?;
-            let obj = Bound::new(py, PyLayout { inner: placed })?.into_any();
+            let obj = package_layout(py, placed)?;
             (plan, must, obj)
         } else if let Ok(mesh) = target.cast::<PyMesh>() {
             if options.shortfall == Shortfall::Shrink {

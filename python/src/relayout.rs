@@ -7,7 +7,7 @@ use rank_layout::relayout::{Failure, Policy, Relayout, RelayoutOptions, parse_ra
 
 use crate::error::{OrRaise, raise};
 use crate::kind::kind;
-use crate::layout::PyLayout;
+use crate::layout::{PyLayout, package_layout};
 use crate::mesh::split_or_none;
 use crate::value::{describe, size};
 
@@ -109,18 +109,14 @@ impl PyRelayout {
 
     /// The new :class:`Layout`.
     #[getter]
-    fn layout(&self) -> PyLayout {
-        PyLayout {
-            inner: self.inner.layout().clone(),
-        }
+    fn layout<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        package_layout(py, self.inner.layout().clone())
     }
 
     /// The layout before the failure.
     #[getter]
-    fn old_layout(&self) -> PyLayout {
-        PyLayout {
-            inner: self.inner.old_layout().clone(),
-        }
+    fn old_layout<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        package_layout(py, self.inner.old_layout().clone())
     }
 
     /// The new layout's ranks.

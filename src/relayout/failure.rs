@@ -119,8 +119,8 @@ impl Failure {
             .domains(domains))
     }
 
-    /// Checks that every failed rank is one of `layout`'s and that a node
-    /// has GPUs.
+    /// Checks that every failed rank is one of `layout`'s or a spare's (a
+    /// spare may fail too: it is then no spare) and that a node has GPUs.
     ///
     /// ```
     /// use rank_layout::relayout::Failure;
@@ -132,22 +132,25 @@ impl Failure {
     /// ```
     ///
     /// # Errors
-    /// [`Error::NoRelayout`] naming the first rank outside the layout, or
-    /// GPUs per node of 0.
+    /// [`Error::NoRelayout`] naming the first rank outside the layout and
+    /// its spares, or GPUs per node of 0.
     pub fn check(&self, layout: &crate::layout::Layout) -> Result<()> {
         if self.gpus_per_node == 0 {
             return Err(Error::NoRelayout {
                 problem: "the GPUs per node must be at least 1".to_string(),
             });
         }
-        let (first, end) = (layout.rank_offset(), layout.rank_end());
+        let first = layout.rank_offset();
+        let end = layout.rank_end() + u64::from(self.spare_nodes) * u64::from(self.gpus_per_node);
         match self
             .failed
             .iter()
             .find(|&&r| r < first || u64::from(r) >= end)
         {
             Some(r) => Err(Error::NoRelayout {
-                problem: format!("failed rank {r} is not a rank of the layout ({first}..{end})"),
+                problem: format!(
+                    "failed rank {r} is not a rank of the layout or of a spare ({first}..{end})"
+                ),
             }),
             None => Ok(()),
         }

@@ -11,7 +11,7 @@ pub(crate) fn assign(job: &Job<'_>) -> Result<Assigned> {
     let old = job.layout;
     let dp = old.sizes().dp;
     let mut broken = vec![false; dp as usize];
-    for &p in &job.failed {
+    for &p in job.failed.iter().filter(|&&p| p < job.world) {
         let d = old.placement(p + job.offset)?.coord.dp;
         if let Some(b) = broken.get_mut(d as usize) {
             *b = true;

@@ -34,7 +34,7 @@ pub(crate) fn fill(job: &Job<'_>, new: &Layout, map: &mut RankMap) -> Result<u32
     let dp2 = new.sizes().dp;
     let off = job.offset;
     let mut broken = vec![false; dp as usize];
-    for &p in &job.failed {
+    for &p in job.failed.iter().filter(|&&p| p < job.world) {
         let d = old.placement(p + off)?.coord.dp;
         if let Some(b) = broken.get_mut(d as usize) {
             *b = true;

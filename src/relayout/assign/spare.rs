@@ -11,12 +11,26 @@ pub(crate) fn assign(job: &Job<'_>) -> Result<Assigned> {
             job.world
         )));
     }
-    let mut dead: Vec<u32> = job.failed.iter().map(|p| p / g).collect();
+    let mut dead: Vec<u32> = job
+        .failed
+        .iter()
+        .filter(|&&p| p < job.world)
+        .map(|p| p / g)
+        .collect();
     dead.dedup();
     let spares = job.failure.spares();
-    if dead.len() as u64 > u64::from(spares) {
+    // A spare node with a failed rank is no spare.
+    let mut broken_spares: Vec<u32> = job
+        .failed
+        .iter()
+        .filter(|&&p| p >= job.world)
+        .map(|p| (p - job.world) / g)
+        .collect();
+    broken_spares.dedup();
+    let usable = spares - broken_spares.len() as u32;
+    if dead.len() as u64 > u64::from(usable) {
         return Err(no(format!(
-            "{} node(s) failed and there are {spares} spare node(s)",
+            "{} node(s) failed and there are {usable} spare node(s) left",
             dead.len()
         )));
     }
@@ -32,6 +46,11 @@ pub(crate) fn assign(job: &Job<'_>) -> Result<Assigned> {
             .and_then(Option::as_deref)
     };
     let mut used = vec![false; spares as usize];
+    for &s in &broken_spares {
+        if let Some(u) = used.get_mut(s as usize) {
+            *u = true;
+        }
+    }
     let mut by: Vec<Option<u32>> = vec![None; dead.len()];
     // Same domain first, then any, lowest spare first.
     for same in [true, false] {
