@@ -51,6 +51,10 @@ pub enum Command {
         /// Kinds and format.
         #[command(flatten)]
         output: OutputArgs,
+        /// The hosts the job got: where the rank runs, and which of its
+        /// groups cross a domain.
+        #[command(flatten)]
+        machine: MachineArgs,
     },
     /// Check where each kind's groups fall on nodes and domains, and warn
     /// when bandwidth-critical groups (tp, cp, ep, etp, gtp_remat) leave a node.
@@ -81,6 +85,10 @@ pub enum Command {
         /// Exit with status 1 when a kind that must stay inside a node does not.
         #[arg(long)]
         strict: bool,
+        /// The hosts the job got: how many groups of each kind cross a
+        /// domain (and each topology level) there.
+        #[command(flatten)]
+        machine: MachineArgs,
     },
     /// Rank every order of the layout's axes (the mesh's dims) by how well
     /// it keeps bandwidth-hungry groups inside nodes and domains, best
@@ -260,6 +268,24 @@ pub struct PlaceArgs {
     /// goes to stderr).
     #[arg(long, value_enum)]
     pub emit: Option<Emit>,
+}
+
+/// `check --hosts` and `rank --hosts`: the host table the job got, and the
+/// order its ranks run in on it.
+#[derive(Debug, Args)]
+pub struct MachineArgs {
+    /// The host table the job got (as `place --hosts`): ranks run on its
+    /// usable hosts in the table's order (names sorted, digits as numbers:
+    /// Slurm's order), node after node, unless --placed.
+    #[arg(long, value_name = "FILE")]
+    pub hosts: Option<PathBuf>,
+    /// How to read it.
+    #[command(flatten)]
+    pub hosts_read: HostsReadArgs,
+    /// The job runs in `place`'s node order (its default must-fit kinds)
+    /// instead of the table's.
+    #[arg(long, requires = "hosts")]
+    pub placed: bool,
 }
 
 /// How to read the `--hosts` file: its format and what some formats take.

@@ -33,6 +33,7 @@ mod format;
 mod input;
 mod megatron;
 mod modules_target;
+mod on_hosts;
 mod ranking;
 mod render;
 mod report;

@@ -3,11 +3,13 @@
 //! of a `--modules` file; `--strict` fails when a kind that must stay
 //! inside a node does not.
 
-use crate::args::{Format, SetupArgs};
+use crate::args::{Format, MachineArgs, SetupArgs};
 use crate::error::{Failure, Outcome};
 use crate::input::Input;
+use crate::on_hosts::OnHosts;
 use crate::report::check::CheckReport;
 use crate::report::emit;
+use crate::report::hosts::{HostsReport, WithHosts};
 use crate::report::modules::Checks;
 use crate::target::DimSet;
 
@@ -15,26 +17,35 @@ use crate::target::DimSet;
 ///
 /// # Errors
 /// Every error of the input and of a `--kind` or `--require-intra-node`
-/// it does not have.
+/// it does not have; with `--hosts`, the host table's.
 pub fn run(
     args: &SetupArgs,
     kinds: &[String],
     require: &[String],
     format: Format,
     strict: bool,
+    machine: &MachineArgs,
 ) -> Result<Outcome, Failure> {
     let failed: Vec<String> = match Input::load(args)? {
         Input::One { setup, target } => {
-            let report = CheckReport::new(
-                &target,
-                setup.topology,
-                &target.parse_sets(kinds)?,
-                &target.parse_sets(require)?,
-            )?;
-            emit(&report, format)?;
+            let sets = target.parse_sets(kinds)?;
+            let report =
+                CheckReport::new(&target, setup.topology, &sets, &target.parse_sets(require)?)?;
+            match OnHosts::load(machine, &target, args.gpus_per_node)? {
+                Some(on) => {
+                    let hosts = HostsReport::new(&target, &on, &target.sets_or_all(&sets)?, None)?;
+                    emit(&WithHosts::new(&report, &hosts), format)?;
+                }
+                None => emit(&report, format)?,
+            }
             report.failed().iter().map(DimSet::to_string).collect()
         }
         Input::Modules { topology, modules } => {
+            if machine.hosts.is_some() {
+                return Err(Failure::Message(
+                    "--hosts takes a layout or a mesh, not a --modules file".to_string(),
+                ));
+            }
             let checks = Checks::new(&modules, topology, kinds, require)?;
             emit(&checks, format)?;
             checks.failed()

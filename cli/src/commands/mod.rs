@@ -27,14 +27,16 @@ pub fn run(cli: &Cli) -> Result<Outcome, Failure> {
             rank,
             setup,
             output,
-        } => rank::run(*rank, setup, output),
+            machine,
+        } => rank::run(*rank, setup, output, machine),
         Command::Check {
             setup,
             kinds,
             format,
             require,
             strict,
-        } => check::run(setup, kinds, require, *format, *strict),
+            machine,
+        } => check::run(setup, kinds, require, *format, *strict, machine),
         Command::Suggest {
             setup,
             priority,

@@ -2,10 +2,12 @@
 //! module of a `--modules` file it is in (with its stage and its roles on
 //! the edges).
 
-use crate::args::{OutputArgs, SetupArgs};
+use crate::args::{MachineArgs, OutputArgs, SetupArgs};
 use crate::error::{Failure, Outcome};
 use crate::input::Input;
+use crate::on_hosts::OnHosts;
 use crate::report::emit;
+use crate::report::hosts::{HostsReport, WithHosts};
 use crate::report::modules::RankCard;
 use crate::report::rank::RankReport;
 
@@ -13,15 +15,33 @@ use crate::report::rank::RankReport;
 ///
 /// # Errors
 /// Every error of the input, of a `--kind` it does not have and of a rank
-/// outside it.
-pub fn run(rank: u64, args: &SetupArgs, output: &OutputArgs) -> Result<Outcome, Failure> {
+/// outside it; with `--hosts`, the host table's.
+pub fn run(
+    rank: u64,
+    args: &SetupArgs,
+    output: &OutputArgs,
+    machine: &MachineArgs,
+) -> Result<Outcome, Failure> {
     match Input::load(args)? {
         Input::One { setup, target } => {
             let kinds = target.sets_or_all(&target.parse_sets(&output.kinds)?)?;
             let report = RankReport::new(&target, rank, &kinds, setup.topology, output.full)?;
-            emit(&report, output.format)?;
+            match OnHosts::load(machine, &target, args.gpus_per_node)? {
+                Some(on) => {
+                    // The card has checked the rank: it is one of the target's.
+                    let r = u32::try_from(rank).unwrap_or(u32::MAX);
+                    let hosts = HostsReport::new(&target, &on, &kinds, Some(r))?;
+                    emit(&WithHosts::new(&report, &hosts), output.format)?;
+                }
+                None => emit(&report, output.format)?,
+            }
         }
         Input::Modules { topology, modules } => {
+            if machine.hosts.is_some() {
+                return Err(Failure::Message(
+                    "--hosts takes a layout or a mesh, not a --modules file".to_string(),
+                ));
+            }
             let sets = modules.sets(&output.kinds, true)?;
             emit(
                 &RankCard::new(&modules, rank, &sets, topology, output.full)?,

@@ -16,6 +16,7 @@ pub mod bridge;
 pub mod check;
 pub mod describe;
 pub mod groups;
+pub mod hosts;
 pub mod mesh;
 pub mod modules;
 pub mod place;

@@ -1,0 +1,158 @@
+//! `check --hosts` and `rank --hosts`: the job on the hosts it got, in the
+//! table's order or in `place`'s (`--placed`), on the worked GB200 case of
+//! racks listed interleaved host by host (the semantics, section 10).
+// Test code may unwrap, expect, panic and index: the workspace's clippy
+// restriction lints (Cargo.toml) are for the library and the command.
+#![allow(clippy::restriction)]
+
+mod common;
+
+use std::path::PathBuf;
+
+use common::{fails_with_args, stdout_args, temp_dir};
+use serde_json::Value;
+
+/// 16 GB200 racks of 18 nodes of 4 GPUs, listed host by host across racks.
+fn interleaved() -> PathBuf {
+    let mut lines = String::new();
+    for i in 0..288 {
+        lines.push_str(&format!("gb{i:04} nvl72-{:02} 4\n", i % 16));
+    }
+    let path = temp_dir("on-hosts").join("hosts.txt");
+    std::fs::write(&path, lines).unwrap();
+    path
+}
+
+const JOB: [&str; 8] = ["--tp", "8", "--pp", "4", "--ep", "16", "--etp", "1"];
+
+fn json(args: &[&str]) -> Value {
+    serde_json::from_str(&stdout_args(args)).unwrap()
+}
+
+fn crossing(v: &Value, kind: &str) -> u64 {
+    let k = v["hosts"]["kinds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["kind"] == kind)
+        .unwrap();
+    k["crossing"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .as_u64()
+        .unwrap()
+}
+
+#[test]
+fn check_on_the_hosts_in_table_and_placed_order() {
+    let path = interleaved();
+    let hosts = path.to_str().unwrap();
+    let mut args = vec!["check"];
+    args.extend(JOB);
+    args.extend([
+        "--world-size",
+        "1152",
+        "--hosts",
+        hosts,
+        "--kind",
+        "tp",
+        "--kind",
+        "etp-ep",
+        "--format",
+        "json",
+    ]);
+    // In the table's order every tp and every etp-ep group crosses racks.
+    let table = json(&args);
+    assert_eq!(table["hosts"]["order"], "table");
+    assert_eq!(
+        (crossing(&table, "tp"), crossing(&table, "etp-ep")),
+        (144, 72)
+    );
+    // check's own keys are still there.
+    assert!(!table["kinds"].is_null() && !table["warnings"].is_null());
+    // In place's order: no tp group, the lower bound of 8 etp-ep groups.
+    args.push("--placed");
+    let placed = json(&args);
+    assert_eq!(
+        (crossing(&placed, "tp"), crossing(&placed, "etp-ep")),
+        (0, 8)
+    );
+    // The node order is place's.
+    let mut place = vec!["place"];
+    place.extend(JOB);
+    place.extend(["--world-size", "1152", "--hosts", hosts, "--format", "json"]);
+    assert_eq!(placed["hosts"]["node_hosts"], json(&place)["node_hosts"]);
+}
+
+#[test]
+fn rank_on_the_hosts() {
+    let path = interleaved();
+    let hosts = path.to_str().unwrap();
+    for (order, extra) in [("table", None), ("placed", Some("--placed"))] {
+        let mut args = vec!["rank", "13"];
+        args.extend(JOB);
+        args.extend(["--world-size", "1152", "--hosts", hosts, "--format", "json"]);
+        args.extend(extra);
+        let v = json(&args);
+        let r = &v["hosts"]["rank"];
+        assert_eq!(v["hosts"]["order"], order);
+        // Rank 13 is node 3 (4 GPUs per node), on that node's host.
+        assert_eq!(r["node"], 3);
+        assert_eq!(r["host"], v["hosts"]["node_hosts"][3]);
+        let crossing: Vec<&str> = r["crossing_kinds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|k| k.as_str().unwrap())
+            .collect();
+        // tp groups are 2 nodes: split over two racks in the table's
+        // order, inside one in place's.
+        assert_eq!(
+            crossing.contains(&"tp"),
+            order == "table",
+            "{order}: {crossing:?}"
+        );
+    }
+    let text = stdout_args(&[
+        "rank",
+        "13",
+        "--tp",
+        "8",
+        "--world-size",
+        "1152",
+        "--hosts",
+        hosts,
+    ]);
+    assert!(
+        text.contains("rank 13 runs on node 3, host gb0003 (nvl72-03)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn hosts_refusals() {
+    let path = interleaved();
+    let hosts = path.to_str().unwrap();
+    fails_with_args(
+        &["check", "--mesh", "tp=8,dp=2", "--hosts", hosts, "--placed"],
+        "--placed takes a layout",
+    );
+    fails_with_args(
+        &[
+            "check",
+            "--tp",
+            "8",
+            "--world-size",
+            "2048",
+            "--hosts",
+            hosts,
+        ],
+        "512 nodes",
+    );
+    fails_with_args(
+        &["check", "--tp", "8", "--world-size", "16", "--placed"],
+        "--hosts",
+    );
+}
