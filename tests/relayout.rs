@@ -475,3 +475,47 @@ fn errors_name_the_value() {
         "{e}"
     );
 }
+
+/// Experts folded over data parallelism (tp 2, ep 4: an expert group spans
+/// 4 replicas, so dp must stay a multiple of 4): drop-replica drops the
+/// aligned block of 4 replicas that holds the failed rank, a whole expert
+/// data-parallel lane, and every expert group of the other lane is kept,
+/// as are the dense groups; nothing is created.
+#[test]
+fn drop_replica_drops_a_whole_expert_lane() {
+    let layout = Layout::new(&Config::new().tp(2).ep(4).dp(8).pp(2)).unwrap();
+    assert!(Layout::new(&Config::new().tp(2).ep(4).dp(7).pp(2)).is_err());
+    // Rank 11: replica 5 of stage 0 (tp fastest, then dp).
+    assert_eq!(layout.placement(11).unwrap().coord.dp, 5);
+    let options = RelayoutOptions::default().kinds(vec![
+        Kind::TP,
+        Kind::PP,
+        Kind::DP,
+        Kind::EP,
+        Kind::ETP,
+        Kind::EDP,
+    ]);
+    let plan = relayout(
+        &layout,
+        &Failure::new(2, [11]),
+        Policy::DropReplica,
+        &options,
+    )
+    .unwrap();
+    assert_eq!(plan.layout().sizes().dp, 4);
+    for c in plan.kinds() {
+        assert!(c.new.is_empty(), "{}: new {:?}", c.kind, c.new);
+    }
+    assert_eq!(
+        plan.changes(Kind::EP).unwrap().kept,
+        plan.changes(Kind::EP).unwrap().groups()
+    );
+    assert!(
+        plan.notes()
+            .iter()
+            .any(|n| n.contains("aligned blocks of 4")),
+        "{:?}",
+        plan.notes()
+    );
+    check_plan(&layout, &[11], &plan);
+}

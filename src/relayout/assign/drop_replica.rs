@@ -17,48 +17,66 @@ pub(crate) fn assign(job: &Job<'_>) -> Result<Assigned> {
             *b = true;
         }
     }
-    let dropped: Vec<u32> = (0..dp)
+    let failed_replicas: Vec<u32> = (0..dp)
         .filter(|&d| broken.get(d as usize) == Some(&true))
         .collect();
-    let dp2 = dp - dropped.len() as u32;
-    if dp2 == 0 {
-        return Err(no(format!(
-            "every one of the {dp} data-parallel replicas holds a failed rank"
-        )));
+    // Drop the replicas with a failed rank; when the grid left is not
+    // valid (the expert grid's edp must stay whole), drop the aligned
+    // blocks of b replicas that hold them, the smallest b that gives a
+    // valid grid: a block is then a whole expert data-parallel lane, and
+    // the expert groups of the other lanes stay.
+    let min = job.options.min_dp.max(1);
+    let mut choice = None;
+    for b in (1..=dp).filter(|b| dp % b == 0) {
+        let dropped: Vec<u32> = (0..dp)
+            .filter(|&d| {
+                let first = d / b * b;
+                (first..first + b).any(|x| broken.get(x as usize) == Some(&true))
+            })
+            .collect();
+        let dp2 = dp - dropped.len() as u32;
+        if dp2 < min {
+            break;
+        }
+        if let Some(new) = with_dp(old.config(), dp2) {
+            choice = Some((new, dropped, b));
+            break;
+        }
     }
-    if dp2 < job.options.min_dp {
-        return Err(no(format!(
-            "dropping replicas {dropped:?} leaves dp {dp2}, below the minimum {}",
-            job.options.min_dp
-        )));
-    }
-    // The grid may need fewer replicas still (the expert grid's edp must
-    // stay whole): the last intact replicas then wait too.
-    let Some((new, dp3)) = (job.options.min_dp.max(1)..=dp2)
-        .rev()
-        .find_map(|d| with_dp(old.config(), d).map(|l| (l, d)))
-    else {
+    let Some((new, dropped, block)) = choice else {
+        let dp2 = dp - failed_replicas.len() as u32;
+        if dp2 == 0 {
+            return Err(no(format!(
+                "every one of the {dp} data-parallel replicas holds a failed rank"
+            )));
+        }
         let e = Layout::new(&old.config().clone().dp(Some(dp2)).world_size(None))
             .err()
             .map(|e| e.to_string())
             .unwrap_or_default();
         return Err(no(format!(
-            "dp {dp2} (replicas {} dropped) is not a valid grid, nor any smaller dp down to {}: {e}",
-            list(&dropped),
-            job.options.min_dp
+            "dropping replicas {} leaves dp {dp2}{}",
+            list(&failed_replicas),
+            if dp2 < min {
+                format!(", below the minimum {min}")
+            } else {
+                format!(
+                    ", not a valid grid, nor does dropping aligned blocks of them down to dp {min}: {e}"
+                )
+            }
         )));
     };
+    let dp2 = dp - dropped.len() as u32;
     let mut notes = vec![format!(
-        "replicas {} dropped: dp {dp} -> {dp3}",
+        "replicas {} dropped: dp {dp} -> {dp2}",
         list(&dropped)
     )];
-    if dp3 < dp2 {
+    if block > 1 {
         notes.push(format!(
-            "dp {dp2} is not a valid grid: {} more intact replica(s) wait, for dp {dp3}",
-            dp2 - dp3
+            "dp {} is not a valid grid: the aligned blocks of {block} replicas holding a failed rank are dropped whole (their intact replicas wait)",
+            dp - failed_replicas.len() as u32
         ));
     }
-    let dp2 = dp3;
     if let Some((global, micro)) = job.options.global_batch {
         if batch_divides(job.options, dp2) && batch_divides(job.options, dp) {
             notes.push(format!(
@@ -73,7 +91,7 @@ pub(crate) fn assign(job: &Job<'_>) -> Result<Assigned> {
         }
     }
     let mut map = job.blank_map();
-    replicas::fill(job, &new, &mut map)?;
+    replicas::fill(job, &new, &mut map, &dropped)?;
     Ok(Assigned {
         layout: new,
         map,

@@ -18,7 +18,7 @@ pub(crate) fn assign(job: &Job<'_>) -> Result<Assigned> {
     let model = job.world / dp.max(1);
     let mut map = job.blank_map();
     if let Some(new) = smaller::largest(old.config(), model, dp, max_world, job.options) {
-        let moved = replicas::fill(job, &new, &mut map)?;
+        let moved = replicas::fill(job, &new, &mut map, &[])?;
         let notes = vec![format!(
             "dp {dp} -> {}: intact replicas kept in place, {moved} place(s) filled by survivors of other positions or spares",
             new.sizes().dp

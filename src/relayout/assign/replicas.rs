@@ -10,7 +10,8 @@ use crate::relayout::assign::{Job, no};
 use crate::relayout::rank_map::RankMap;
 
 /// Gives the ranks of `new` (the old layout's shape with `dp2` <= `dp`
-/// replicas) to the processes of `map`:
+/// replicas) to the processes of `map`, the replicas `dropped` counted as
+/// broken with those holding a failed rank:
 ///
 /// 1. when the intact replicas (no failed rank) are at least `dp2`, the
 ///    first `dp2` of them become replicas `0, 1, ...` in order, every rank
@@ -28,7 +29,7 @@ use crate::relayout::rank_map::RankMap;
 /// # Errors
 /// [`Error::NoRelayout`](crate::Error::NoRelayout) when the processes
 /// alive cannot fill the new grid.
-pub(crate) fn fill(job: &Job<'_>, new: &Layout, map: &mut RankMap) -> Result<u32> {
+pub(crate) fn fill(job: &Job<'_>, new: &Layout, map: &mut RankMap, dropped: &[u32]) -> Result<u32> {
     let old = job.layout;
     let dp = old.sizes().dp;
     let dp2 = new.sizes().dp;
@@ -36,6 +37,11 @@ pub(crate) fn fill(job: &Job<'_>, new: &Layout, map: &mut RankMap) -> Result<u32
     let mut broken = vec![false; dp as usize];
     for &p in job.failed.iter().filter(|&&p| p < job.world) {
         let d = old.placement(p + off)?.coord.dp;
+        if let Some(b) = broken.get_mut(d as usize) {
+            *b = true;
+        }
+    }
+    for &d in dropped {
         if let Some(b) = broken.get_mut(d as usize) {
             *b = true;
         }
