@@ -571,7 +571,7 @@ fn check_layout(world: &SimpleCommunicator, layout: &Layout) -> Result<(), Strin
     Ok(())
 }
 
-/// The re-layouts of the suite: two layouts of the world, every policy
+/// The re-layouts of the suite: three layouts of the world, every policy
 /// but `spare` (the world has no spare process).
 fn relayouts(n: u32) -> Vec<(String, Layout, rank_layout::relayout::Policy)> {
     let configs = [
@@ -581,6 +581,13 @@ fn relayouts(n: u32) -> Vec<(String, Layout, rank_layout::relayout::Policy)> {
             .cp(2)
             .world_size(Some(n))
             .order("tp-dp-cp-pp".parse().unwrap()),
+        // An encoder of tp 1 feeding decoder tp 2: its pp groups overlap
+        // (fan-out), so their splits take two rounds.
+        Config::new()
+            .tp(2)
+            .encoder_tp(1)
+            .encoder_pp(2)
+            .world_size(Some(n)),
     ];
     let mut out = Vec::new();
     for config in configs {
@@ -632,38 +639,44 @@ fn check_relayout(
     }
     for (kind, built) in &comms.sets {
         let changes = plan.changes(*kind).ok_or("a kind of the plan")?;
-        let want = match comms.rank {
-            Some(n) => plan
-                .layout()
-                .split(n, *kind)
-                .map_err(|e| e.to_string())?
-                .filter(|s| {
-                    changes.is_new(s.color) || changes.shrunk.iter().any(|x| x.new_color == s.color)
-                }),
-            None => None,
-        };
-        match (built, want) {
-            (None, None) => {}
-            (Some(g), Some(s)) => {
-                let members = g.group.to_vec();
-                if (g.color, g.key) != (s.color, s.key)
-                    || g.comm.size() as usize != members.len()
-                    || g.comm.rank() as u32 != g.key
-                {
-                    return Err(format!(
-                        "{kind}: built {} {} for {s:?} of {members:?}",
-                        g.color, g.key
-                    ));
-                }
-                let mut gathered = vec![0i32; members.len()];
-                g.comm
-                    .all_gather_into(&(comms.rank.unwrap_or(0) as i32), &mut gathered[..]);
-                let gathered: Vec<u32> = gathered.into_iter().map(|r| r as u32).collect();
-                if gathered != members {
-                    return Err(format!("{kind}: gathered {gathered:?}, group {members:?}"));
-                }
+        let new = plan.layout();
+        let rounds = new.split_rounds(*kind).map_err(|e| e.to_string())?;
+        let mut want = Vec::new();
+        for round in 0..rounds {
+            if let Some(n) = comms.rank {
+                want.extend(
+                    new.split_in_round(n, *kind, round)
+                        .map_err(|e| e.to_string())?
+                        .filter(|s| {
+                            changes.is_new(s.color)
+                                || changes.shrunk.iter().any(|x| x.new_color == s.color)
+                        }),
+                );
             }
-            (b, w) => return Err(format!("{kind}: built {}, plan {w:?}", b.is_some())),
+        }
+        want.sort_by_key(|s| s.color);
+        let got: Vec<(u32, u32)> = built.iter().map(|g| (g.color, g.key)).collect();
+        let wanted: Vec<(u32, u32)> = want.iter().map(|s| (s.color, s.key)).collect();
+        if got != wanted {
+            return Err(format!("{kind}: built {got:?}, plan {wanted:?}"));
+        }
+        for g in built {
+            let members = g.group.to_vec();
+            if g.comm.size() as usize != members.len() || g.comm.rank() as u32 != g.key {
+                return Err(format!(
+                    "{kind}: built {} {} of size {}, group {members:?}",
+                    g.color,
+                    g.key,
+                    g.comm.size()
+                ));
+            }
+            let mut gathered = vec![0i32; members.len()];
+            g.comm
+                .all_gather_into(&(comms.rank.unwrap_or(0) as i32), &mut gathered[..]);
+            let gathered: Vec<u32> = gathered.into_iter().map(|r| r as u32).collect();
+            if gathered != members {
+                return Err(format!("{kind}: gathered {gathered:?}, group {members:?}"));
+            }
         }
     }
     Ok(())

@@ -210,15 +210,27 @@ fn check_plan(old: &Layout, failed: &[u32], plan: &Relayout) {
             .filter(|c| !used.contains(c))
             .collect();
         assert_eq!(gone, changes.gone, "{kind}");
-        // Every split of a new group is the new layout's, and only those.
+        // Every split of a new group is the new layout's, and only those,
+        // in every split round of a kind whose groups overlap.
+        let rounds = new.split_rounds(kind).unwrap();
         for p in 0..map.len() {
-            let split = plan.split(p, kind).unwrap();
-            match map.new_rank(p) {
-                Some(n) => {
-                    let s = new.split(n + off2, kind).unwrap();
-                    assert_eq!(split.is_some(), s.is_some_and(|s| changes.is_new(s.color)));
+            for round in 0..rounds {
+                let split = plan.split_in_round(p, kind, round).unwrap();
+                match map.new_rank(p) {
+                    Some(n) => {
+                        let s = new.split_in_round(n + off2, kind, round).unwrap();
+                        assert_eq!(split, s.filter(|s| changes.is_new(s.color)));
+                    }
+                    None => assert_eq!(split, None),
                 }
-                None => assert_eq!(split, None),
+            }
+            if rounds == 1 {
+                assert_eq!(
+                    plan.split(p, kind).unwrap(),
+                    plan.split_in_round(p, kind, 0).unwrap()
+                );
+            } else {
+                assert!(plan.split(p, kind).is_err() || map.new_rank(p).is_none());
             }
         }
     }
@@ -241,17 +253,30 @@ fn arb_case() -> impl Strategy<Value = (Config, u32, Vec<u32>, u32, usize)> {
         prop::collection::vec(0u32..10_000, 1..5),
         0u32..3,
         0usize..5,
+        // An encoder grid (its tp and pp) in one case of three.
+        prop::option::weighted(
+            0.35,
+            (
+                prop::sample::select(vec![1u32, 2, 4]),
+                prop::sample::select(vec![1u32, 2]),
+            ),
+        ),
     )
-        .prop_map(|(tp, cp, pp, dp, ep, order, failed, spares, policy)| {
-            let config = Config::new()
-                .tp(tp)
-                .cp(cp)
-                .pp(pp)
-                .dp(dp)
-                .ep(ep)
-                .order(order.parse().unwrap());
-            (config, spares, failed, tp.max(2), policy)
-        })
+        .prop_map(
+            |(tp, cp, pp, dp, ep, order, failed, spares, policy, encoder)| {
+                let mut config = Config::new()
+                    .tp(tp)
+                    .cp(cp)
+                    .pp(pp)
+                    .dp(dp)
+                    .ep(ep)
+                    .order(order.parse().unwrap());
+                if let Some((etp, epp)) = encoder {
+                    config = config.encoder_tp(etp).encoder_pp(epp);
+                }
+                (config, spares, failed, tp.max(2), policy)
+            },
+        )
 }
 
 proptest! {
@@ -518,4 +543,38 @@ fn drop_replica_drops_a_whole_expert_lane() {
         plan.notes()
     );
     check_plan(&layout, &[11], &plan);
+}
+
+/// An encoder + decoder layout (encoder tp 1 and pp 2 feeding decoder tp
+/// 2, dp 4: encoder ranks 0-7, `d + 4 p`; decoder ranks 8-15, `8 + 2 d +
+/// t`): rank 1 (encoder, replica 1) fails; drop-replica drops replica 1
+/// from both grids (encoder ranks 1 and 5, decoder ranks 10 and 11) and
+/// every other tp group (8 encoder singletons, 4 decoder pairs) and pp group
+/// (8 joined pipelines of 3 ranks, overlapping on the encoder) is kept
+/// next-grid gives the same layout.
+#[test]
+fn drop_replica_on_an_encoder_layout() {
+    let layout = Layout::new(&Config::new().tp(2).encoder_tp(1).encoder_pp(2).dp(4)).unwrap();
+    assert_eq!(layout.encoder_world_size(), 8);
+    assert_eq!(layout.placement(1).unwrap().coord.dp, 1);
+    assert_eq!(layout.split_rounds(Kind::PP).unwrap(), 2);
+    let options = RelayoutOptions::default().kinds(vec![Kind::TP, Kind::PP, Kind::DP]);
+    for policy in [Policy::DropReplica, Policy::NextGrid] {
+        let plan = relayout(&layout, &Failure::new(2, [1]), policy, &options).unwrap();
+        check_plan(&layout, &[1], &plan);
+        let new = plan.layout();
+        assert_eq!(
+            (new.sizes().dp, new.world_size(), new.encoder_world_size()),
+            (3, 12, 6)
+        );
+        let map = plan.rank_map();
+        let leave: Vec<u32> = (0..16).filter(|&p| map.new_rank(p).is_none()).collect();
+        assert_eq!(leave, [1, 5, 10, 11], "{policy}");
+        // Replica 2 becomes replica 1: encoder rank 2 -> 1, decoder 12 -> 8.
+        assert_eq!((map.new_rank(2), map.new_rank(12)), (Some(1), Some(8)));
+        assert_eq!(counts(&plan, Kind::TP), (9, 0, 0, 3), "{policy}");
+        assert_eq!(counts(&plan, Kind::PP), (6, 0, 0, 2), "{policy}");
+        assert_eq!(plan.cost().new_communicators, 0, "{policy}");
+        assert_eq!(plan.cost().moved, 0, "{policy}");
+    }
 }

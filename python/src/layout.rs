@@ -14,7 +14,7 @@ use crate::config;
 use crate::error::{OrRaise, from_crate, raise};
 use crate::kind::kind;
 use crate::mesh::split_or_none;
-use crate::value::index;
+use crate::value::{index, round_of};
 
 /// One entry of [`PyLayout::splits`]: `(kind, round, rounds, (color, key) or None)`.
 type SplitStep = (String, u32, u32, Option<(u32, u32)>);
@@ -333,12 +333,7 @@ impl PyLayout {
             None => self.inner.split(rank, kind),
             Some(round) => {
                 let rounds = self.inner.split_rounds(kind).or_raise()?;
-                let past = |r: String| {
-                    raise(format!(
-                        "kind {kind} is built in {rounds} rounds, round {r} does not exist"
-                    ))
-                };
-                let round = index("round", round, past)?;
+                let round = round_of(kind, rounds, round)?;
                 self.inner.split_in_round(rank, kind, round)
             }
         };

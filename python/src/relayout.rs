@@ -9,7 +9,7 @@ use crate::error::{OrRaise, raise};
 use crate::kind::kind;
 use crate::layout::{PyLayout, package_layout};
 use crate::mesh::split_or_none;
-use crate::value::{describe, size};
+use crate::value::{describe, round_of, size};
 
 /// The re-layout of ``layout`` after ``failed_ranks`` (a list of ranks, or
 /// the text ``"200-203,517"``) fail, under ``policy``
@@ -195,15 +195,28 @@ impl PyRelayout {
 
     /// The :class:`Split` that process ``process`` makes of the survivors
     /// for ``kind`` when its new group is new; ``None`` when it is kept or
-    /// shrunk, or the process has no new rank.
+    /// shrunk, or the process has no new rank. For a kind whose groups
+    /// overlap (an encoder's fan-out ``pp``), give ``round`` (``0`` to
+    /// ``layout.split_rounds(kind) - 1``), as :meth:`Layout.split`.
+    #[pyo3(signature = (process, kind, round=None))]
     fn split<'py>(
         &self,
         py: Python<'py>,
         process: &Bound<'py, PyAny>,
         kind: &Bound<'py, PyAny>,
+        round: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let p = size("process", process)?;
-        split_or_none(py, self.inner.split(p, self::kind(kind)?).or_raise()?)
+        let kind = self::kind(kind)?;
+        let split = match round {
+            None => self.inner.split(p, kind),
+            Some(round) => {
+                let rounds = self.inner.layout().split_rounds(kind).or_raise()?;
+                let round = round_of(kind, rounds, round)?;
+                self.inner.split_in_round(p, kind, round)
+            }
+        };
+        split_or_none(py, split.or_raise()?)
     }
 
     /// Communicators to create (the sum of every kind's ``new``).

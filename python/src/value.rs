@@ -7,7 +7,7 @@
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyInt, PyString};
-use rank_layout::Error;
+use rank_layout::{Error, Kind};
 
 use crate::error::raise;
 
@@ -91,6 +91,15 @@ pub(crate) fn index(
     u32_of(obj).map_err(|e| match e {
         NotU32::Type(what) => raise(format!("{name} must be an int, got {what}")),
         NotU32::Negative(v) | NotU32::TooBig(v) => bound(v),
+    })
+}
+
+/// A split round of `kind`, built in `rounds` rounds.
+pub(crate) fn round_of(kind: Kind, rounds: u32, obj: &Bound<'_, PyAny>) -> PyResult<u32> {
+    index("round", obj, |r| {
+        raise(format!(
+            "kind {kind} is built in {rounds} rounds, round {r} does not exist"
+        ))
     })
 }
 

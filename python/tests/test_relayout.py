@@ -63,6 +63,34 @@ def test_errors_name_the_value() -> None:
         relayout(Layout(**WORKED), [1], policy="spare", gpus_per_node=4)
 
 
+def test_encoder_layout_drops_a_replica_from_both_grids() -> None:
+    """Encoder tp 1, pp 2 feeding decoder tp 2, dp 4 (encoder ranks 0-7,
+    decoder 8-15): rank 1 fails, drop-replica takes replica 1 from both
+    grids (ranks 1, 5, 10, 11) and creates nothing; fill-gaps creates
+    joined pipelines, whose splits come one per round."""
+    layout = Layout(tp=2, encoder_tp=1, encoder_pp=2, dp=4)
+    drop = relayout(layout, [1], policy="drop-replica", kinds=["tp", "pp", "dp"])
+    assert [p for p, n in enumerate(drop.new_rank) if n is None] == [1, 5, 10, 11]
+    assert drop.new_communicators == 0
+    assert drop.layout.split_rounds("pp") == 2
+    fill = relayout(layout, [1], policy="fill-gaps", kinds=["tp", "pp", "dp"])
+    new_pp = set(fill.changes("pp")["new"])
+    assert new_pp
+    with pytest.raises(LayoutError, match="pp"):
+        fill.split(0, "pp")
+    with pytest.raises(LayoutError, match="round 2 does not exist"):
+        fill.split(0, "pp", round=2)
+    seen = set()
+    for p, n in enumerate(fill.new_rank):
+        for r in range(2):
+            got = fill.split(p, "pp", round=r)
+            want = None if n is None else fill.layout.split(n, "pp", round=r)
+            assert got == (want if want is not None and want.color in new_pp else None)
+            if got is not None:
+                seen.add(got.color)
+    assert seen == new_pp
+
+
 NVRX = importlib.util.find_spec("nvidia_resiliency_ext") is not None
 
 

@@ -13,13 +13,15 @@ use crate::relayout::{Fate, Relayout};
 use crate::split::Split;
 
 /// The communicators a process builds after a re-layout, by kind: the
-/// group it is in when that group is new or shrunk (`None` when its group
-/// is kept: the old communicator stays, or when it has no new rank).
+/// groups it is in that are new or shrunk (none when its group is kept:
+/// the old communicator stays, or when it has no new rank). A kind whose
+/// groups overlap (an encoder's fan-out `pp`) may give several, one per
+/// split round, in color order.
 pub struct RelayoutCommunicators {
     /// This process's new rank, if it has one.
     pub rank: Option<u32>,
-    /// By kind, in the plan's order: the communicator built.
-    pub sets: Vec<(Kind, Option<GroupComm>)>,
+    /// By kind, in the plan's order: the communicators built.
+    pub sets: Vec<(Kind, Vec<GroupComm>)>,
 }
 
 impl fmt::Debug for RelayoutCommunicators {
@@ -31,7 +33,7 @@ impl fmt::Debug for RelayoutCommunicators {
                 &self
                     .sets
                     .iter()
-                    .map(|(k, c)| (*k, c.is_some()))
+                    .map(|(k, c)| (*k, c.len()))
                     .collect::<Vec<_>>(),
             )
             .finish()
@@ -40,8 +42,10 @@ impl fmt::Debug for RelayoutCommunicators {
 
 impl Relayout {
     /// The split plan of the surviving communicator, run: one
-    /// `MPI_Comm_split` of `survivors` per kind of the plan, in the plan's
-    /// order, where a process whose group is new **or shrunk** passes the
+    /// `MPI_Comm_split` of `survivors` per kind of the plan and split round
+    /// of the new layout (one round but for an encoder's overlapping
+    /// kinds), in the plan's order, where a process whose group is new
+    /// **or shrunk** passes the
     /// new layout's color and key, and every other process (kept group,
     /// idle) MPI's undefined color. MPI without the fault-tolerance
     /// extension (ULFM's `MPI_Comm_shrink`) cannot shrink an old
@@ -59,7 +63,8 @@ impl Relayout {
     /// The same on every process, before any communication:
     /// [`Error::NoRelayout`] when `survivors` does not hold exactly the
     /// plan's surviving processes, or `process` is failed or not one of
-    /// the plan's.
+    /// the plan's; [`Error::Overflow`] when the new layout's ranks pass
+    /// MPI's `int`.
     pub fn communicators<C: Communicator>(
         &self,
         survivors: &C,
@@ -88,31 +93,47 @@ impl Relayout {
         let rank = map.new_rank(process);
         let new = self.layout();
         let off = new.rank_offset();
+        // Alike on every survivor, before any split: the new ranks fit
+        // MPI's int, and each kind's split rounds.
+        if new.rank_end() > i32::MAX as u64 {
+            return Err(Error::Overflow {
+                what: format!(
+                    "ranks {off}..{} as MPI ints",
+                    new.rank_end().saturating_sub(1)
+                ),
+            });
+        }
+        let rounds = self
+            .kinds()
+            .iter()
+            .map(|c| new.split_rounds(c.kind))
+            .collect::<Result<Vec<u32>>>()?;
         let mut sets = Vec::with_capacity(self.kinds().len());
-        for changes in self.kinds() {
+        for (changes, rounds) in self.kinds().iter().zip(rounds) {
             let kind = changes.kind;
-            let split: Option<Split> = match rank {
-                Some(n) => new.split(n + off, kind)?.filter(|s| {
-                    changes.is_new(s.color) || changes.shrunk.iter().any(|x| x.new_color == s.color)
-                }),
-                None => None,
-            };
-            let built = split_once(survivors, split)?;
-            let made = match (split, built) {
-                (Some(s), Some(comm)) => {
-                    new.groups(kind)?
-                        .nth(s.color as usize)
-                        .map(|group| GroupComm {
+            let mut built = Vec::new();
+            for round in 0..rounds {
+                let split: Option<Split> = match rank {
+                    Some(n) => new.split_in_round(n + off, kind, round)?.filter(|s| {
+                        changes.is_new(s.color)
+                            || changes.shrunk.iter().any(|x| x.new_color == s.color)
+                    }),
+                    None => None,
+                };
+                if let (Some(s), Some(comm)) = (split, split_once(survivors, split)?) {
+                    if let Some(group) = new.groups(kind)?.nth(s.color as usize) {
+                        built.push(GroupComm {
                             color: s.color,
                             key: s.key,
-                            round: 0,
+                            round,
                             group,
                             comm,
-                        })
+                        });
+                    }
                 }
-                _ => None,
-            };
-            sets.push((kind, made));
+            }
+            built.sort_by_key(|c| c.color);
+            sets.push((kind, built));
         }
         Ok(RelayoutCommunicators { rank, sets })
     }

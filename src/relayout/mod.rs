@@ -83,9 +83,8 @@ pub fn default_kinds(layout: &Layout) -> Vec<Kind> {
 ///
 /// # Errors
 /// [`Error::NoRelayout`] when a failed rank is not the layout's, or the
-/// policy cannot go on (too few spares, no valid smaller grid, a policy
-/// that needs one grid for an encoder + decoder layout); the layout's
-/// error for a kind it does not have.
+/// policy cannot go on (too few spares, no valid smaller grid); the
+/// layout's error for a kind it does not have.
 pub fn relayout(
     layout: &Layout,
     failure: &Failure,

@@ -104,16 +104,43 @@ impl Relayout {
     /// kept or shrunk, or it has no new rank.
     ///
     /// # Errors
-    /// The new layout's error for a kind it does not have.
+    /// The new layout's error for a kind it does not have, or whose
+    /// groups overlap (an encoder's fan-out `pp`, `embd`, ...: use
+    /// [`split_in_round`](Self::split_in_round)).
     pub fn split(&self, p: u32, kind: Kind) -> Result<Option<Split>> {
+        self.new_split(p, kind, |layout, rank| layout.split(rank, kind))
+    }
+
+    /// Like [`split`](Self::split), in split round `round` of `kind`
+    /// (`0..layout().split_rounds(kind)`, as
+    /// [`Layout::split_in_round`]): for a kind whose groups overlap, a
+    /// process makes one split per round.
+    ///
+    /// # Errors
+    /// The new layout's error for a kind it does not have or a round out
+    /// of range.
+    pub fn split_in_round(&self, p: u32, kind: Kind, round: u32) -> Result<Option<Split>> {
+        self.new_split(p, kind, |layout, rank| {
+            layout.split_in_round(rank, kind, round)
+        })
+    }
+
+    /// Process `p`'s split of the new layout by `split`, kept only when
+    /// the group is new.
+    fn new_split(
+        &self,
+        p: u32,
+        kind: Kind,
+        split: impl Fn(&Layout, u32) -> Result<Option<Split>>,
+    ) -> Result<Option<Split>> {
         let Some(n) = self.map.new_rank(p) else {
             return Ok(None);
         };
         let Some(changes) = self.changes(kind) else {
             return Ok(None);
         };
-        let split = self.layout.split(n + self.layout.rank_offset(), kind)?;
-        Ok(split.filter(|s| changes.is_new(s.color)))
+        let s = split(&self.layout, n + self.layout.rank_offset())?;
+        Ok(s.filter(|s| changes.is_new(s.color)))
     }
 
     pub(crate) fn seal_hash(&mut self) {

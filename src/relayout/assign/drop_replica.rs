@@ -4,10 +4,8 @@ use crate::error::Result;
 use crate::layout::Layout;
 use crate::relayout::assign::smaller::{batch_divides, with_dp};
 use crate::relayout::assign::{Assigned, Job, no, replicas};
-use crate::relayout::policy::Policy;
 
 pub(crate) fn assign(job: &Job<'_>) -> Result<Assigned> {
-    job.no_encoder(Policy::DropReplica)?;
     let old = job.layout;
     let dp = old.sizes().dp;
     let mut broken = vec![false; dp as usize];

@@ -71,16 +71,6 @@ impl<'a> Job<'a> {
     pub fn alive(&self) -> u32 {
         self.world + self.spares - self.failed.len() as u32
     }
-
-    /// Refuses an encoder + decoder layout for `policy`.
-    pub fn no_encoder(&self, policy: Policy) -> Result<()> {
-        if self.layout.has_encoder() {
-            return Err(no(format!(
-                "{policy} needs one grid; an encoder + decoder layout's replicas differ between its grids (spare, shift-ranks and fill-gaps take it)"
-            )));
-        }
-        Ok(())
-    }
 }
 
 /// A policy's answer: the new layout, the map and what it noticed.

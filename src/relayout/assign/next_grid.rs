@@ -4,13 +4,11 @@
 use crate::config::Config;
 use crate::error::Result;
 use crate::relayout::assign::{Assigned, Job, no, replicas, smaller};
-use crate::relayout::policy::Policy;
 
 /// Sets one axis of a configuration.
 type SetAxis = fn(Config, u32) -> Config;
 
 pub(crate) fn assign(job: &Job<'_>) -> Result<Assigned> {
-    job.no_encoder(Policy::NextGrid)?;
     let old = job.layout;
     let sizes = old.sizes();
     let dp = sizes.dp;

@@ -72,47 +72,44 @@ pub(crate) fn fill(job: &Job<'_>, new: &Layout, map: &mut RankMap, dropped: &[u3
         refill.extend(holes);
     }
     let refilling = !refill.is_empty();
-    // The dense grid is a mixed radix: rank = inner + s * (d + dp * outer),
-    // with s the stride of dp; so is the new one, with the same s.
-    let s = dp_stride(old)?;
-    if dp2 > 1 && dp_stride(new)? != s {
-        return Err(no(format!(
-            "the new grid's data-parallel stride differs from the old one's ({s})"
-        )));
-    }
-    let split = |p: u32| (p % s, (p / s) % dp, p / (s * dp));
-    let place = |inner: u32, slot: u32, outer: u32| inner + s * (slot + dp2 * outer);
+    // Each grid (the encoder's, then the decoder's, or the only one) is a
+    // mixed radix: rank = base + inner + s * (d + dp * outer), with s the
+    // stride of dp in that grid; so is the new one, with the same s.
+    let grids = grids(old, new)?;
     // One pass over the old ranks: intact replicas placed, broken ones'
-    // survivors queued by position (their rank in replica 0).
-    let mut queues: BTreeMap<u32, VecDeque<u32>> = BTreeMap::new();
-    for p in 0..job.world {
-        if !map.is_free(p) {
-            continue;
-        }
-        let (inner, d, outer) = split(p);
-        match slot_of.get(d as usize).copied().flatten() {
-            Some(slot) => map.assign(p, place(inner, slot, outer)),
-            None if refilling && broken.get(d as usize) == Some(&true) => {
-                queues
-                    .entry(inner + s * dp * outer)
-                    .or_default()
-                    .push_back(p);
+    // survivors queued by grid and position (their rank in replica 0).
+    let mut queues: BTreeMap<(usize, u32), VecDeque<u32>> = BTreeMap::new();
+    for (g, grid) in grids.iter().enumerate() {
+        for p in grid.base..grid.base + grid.len {
+            if !map.is_free(p) {
+                continue;
             }
-            None => {}
+            let (inner, d, outer) = grid.split(p, dp);
+            match slot_of.get(d as usize).copied().flatten() {
+                Some(slot) => map.assign(p, grid.place(inner, slot, outer, dp2)),
+                None if refilling && broken.get(d as usize) == Some(&true) => {
+                    queues
+                        .entry((g, inner + grid.stride * dp * outer))
+                        .or_default()
+                        .push_back(p);
+                }
+                None => {}
+            }
         }
     }
     let mut holes = Vec::new();
-    let outers = job.world / (s * dp);
     for &slot in &refill {
-        for outer in 0..outers {
-            for inner in 0..s {
-                let n = place(inner, slot, outer);
-                match queues
-                    .get_mut(&(inner + s * dp * outer))
-                    .and_then(VecDeque::pop_front)
-                {
-                    Some(p) => map.assign(p, n),
-                    None => holes.push(n),
+        for (g, grid) in grids.iter().enumerate() {
+            for outer in 0..grid.len / (grid.stride * dp) {
+                for inner in 0..grid.stride {
+                    let n = grid.place(inner, slot, outer, dp2);
+                    match queues
+                        .get_mut(&(g, inner + grid.stride * dp * outer))
+                        .and_then(VecDeque::pop_front)
+                    {
+                        Some(p) => map.assign(p, n),
+                        None => holes.push(n),
+                    }
                 }
             }
         }
@@ -138,26 +135,89 @@ pub(crate) fn fill(job: &Job<'_>, new: &Layout, map: &mut RankMap, dropped: &[u3
     Ok(filled)
 }
 
-/// The stride of `dp` in `layout`'s rank numbering (ranks counted from its
-/// offset): the rank of coordinate dp = 1, the others 0; checked against
-/// the rank of dp = dp - 1.
-fn dp_stride(layout: &Layout) -> Result<u32> {
-    let dp = layout.sizes().dp;
-    if dp < 2 {
-        return Ok(layout.world_size().max(1));
+/// One grid of a layout (its encoder's or its decoder's, or its only
+/// one) in the old and the new numbering.
+struct Grid {
+    /// The grid's first process (counted from the old layout's offset).
+    base: u32,
+    /// The grid's processes in the old layout.
+    len: u32,
+    /// The grid's first rank in the new layout (from its offset).
+    new_base: u32,
+    /// The stride of `dp` in both.
+    stride: u32,
+}
+
+impl Grid {
+    /// Process `p`'s (inner, dp, outer) digits in the old grid.
+    fn split(&self, p: u32, dp: u32) -> (u32, u32, u32) {
+        let q = p - self.base;
+        (
+            q % self.stride,
+            (q / self.stride) % dp,
+            q / (self.stride * dp),
+        )
     }
-    let off = layout.rank_offset();
+
+    /// The new rank of digits (inner, slot, outer) with `dp2` replicas.
+    fn place(&self, inner: u32, slot: u32, outer: u32, dp2: u32) -> u32 {
+        self.new_base + inner + self.stride * (slot + dp2 * outer)
+    }
+}
+
+/// The grids of `old` and `new` (the same shape but `dp`), the encoder's
+/// first.
+fn grids(old: &Layout, new: &Layout) -> Result<Vec<Grid>> {
+    let (enc, enc2) = (old.encoder_world_size(), new.encoder_world_size());
+    let mut parts = vec![(Part::Decoder, enc, old.world_size() - enc, enc2)];
+    if old.has_encoder() {
+        parts.insert(0, (Part::Encoder, 0, enc, 0));
+    }
+    parts
+        .into_iter()
+        .map(|(part, base, len, new_base)| {
+            let stride = dp_stride(old, part)?;
+            if new.sizes().dp > 1 && dp_stride(new, part)? != stride {
+                return Err(no(format!(
+                    "the new {} grid's data-parallel stride differs from the old one's ({stride})",
+                    part.name()
+                )));
+            }
+            Ok(Grid {
+                base,
+                len,
+                new_base,
+                stride,
+            })
+        })
+        .collect()
+}
+
+/// The stride of `dp` in `layout`'s grid `part` (the rank of coordinate
+/// dp = 1 less that of dp = 0, the others 0), checked against the rank of
+/// dp = dp - 1; the grid's size when dp is 1.
+fn dp_stride(layout: &Layout, part: Part) -> Result<u32> {
+    let dp = layout.sizes().dp;
     let at = |d: u32| {
         layout.rank(
-            Part::Decoder,
+            part,
             Coord {
                 dp: d,
                 ..Coord::default()
             },
         )
     };
-    let s = at(1)? - off;
-    if at(dp - 1)? - off != s * (dp - 1) || s == 0 {
+    if dp < 2 {
+        let enc = layout.encoder_world_size();
+        return Ok(match part {
+            Part::Encoder => enc,
+            Part::Decoder => layout.world_size() - enc,
+        }
+        .max(1));
+    }
+    let zero = at(0)?;
+    let s = at(1)? - zero;
+    if at(dp - 1)? - zero != s * (dp - 1) || s == 0 {
         return Err(no(format!(
             "the data-parallel axis of {} is not one stride",
             layout.config()
