@@ -1,7 +1,7 @@
 //! The node order: which host runs each logical node of a job, so that the
 //! groups that must stay inside an NVLink domain do.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use crate::error::{Error, Result};
 use crate::machine::hosts::Hosts;
@@ -337,40 +337,30 @@ impl NodePlan {
     }
 
     /// How `kind`'s groups fall on the hosts' topology levels.
+    ///
+    /// O(levels x (hosts + members)): each level's keys are numbered once
+    /// and a group's distinct keys counted with a stamp per key.
     pub fn crossing(&self, hosts: &Hosts, kind: &KindGroups) -> Crossing {
         let levels = hosts.levels().max(1);
         let mut crossing = vec![0; levels];
         let mut widest = vec![0; levels];
-        let mut seen: Vec<Option<&str>> = Vec::new();
-        let mut ids: Vec<usize> = Vec::new();
-        for group in &kind.groups {
-            for (level, (crossed, wide)) in crossing.iter_mut().zip(widest.iter_mut()).enumerate() {
-                seen.clear();
-                ids.clear();
+        for (level, (crossed, wide)) in crossing.iter_mut().zip(widest.iter_mut()).enumerate() {
+            let (ids, count) = key_ids(hosts, level, levels);
+            // stamp[id] == group number + 1: the key is counted for it.
+            let mut stamp = vec![0usize; count];
+            for (g, group) in kind.groups.iter().enumerate() {
+                let mut spanned = 0;
                 for &r in group {
-                    let Some(h) = self.host_of(r) else { continue };
-                    let key = hosts.get(h).and_then(|host| {
-                        if level + 1 == levels {
-                            host.domain()
-                        } else {
-                            host.keys.get(level).map(String::as_str)
-                        }
-                    });
-                    match key {
-                        // An unknown key is the host's own.
-                        None => {
-                            if !ids.contains(&h) {
-                                ids.push(h);
-                            }
-                        }
-                        Some(k) => {
-                            if !seen.contains(&Some(k)) {
-                                seen.push(Some(k));
-                            }
+                    let Some(id) = self.host_of(r).and_then(|h| ids.get(h)) else {
+                        continue;
+                    };
+                    if let Some(s) = stamp.get_mut(*id) {
+                        if *s != g + 1 {
+                            *s = g + 1;
+                            spanned += 1;
                         }
                     }
                 }
-                let spanned = seen.len() + ids.len();
                 if spanned > 1 {
                     *crossed += 1;
                 }
@@ -384,6 +374,35 @@ impl NodePlan {
             widest,
         }
     }
+}
+
+/// Every host's key at topology `level` (of `levels`; the innermost is the
+/// domain) as a number, equal numbers for equal keys; a host with no key
+/// there gets a number of its own (an unknown key is the host's own).
+/// Returns the numbers by host and how many there are.
+fn key_ids(hosts: &Hosts, level: usize, levels: usize) -> (Vec<usize>, usize) {
+    let mut known: HashMap<&str, usize> = HashMap::new();
+    let mut ids = Vec::with_capacity(hosts.len());
+    let mut next = 0;
+    for host in hosts.iter() {
+        let key = if level + 1 == levels {
+            host.domain()
+        } else {
+            host.keys.get(level).map(String::as_str)
+        };
+        let id = match key {
+            Some(k) => *known.entry(k).or_insert_with(|| {
+                next += 1;
+                next - 1
+            }),
+            None => {
+                next += 1;
+                next - 1
+            }
+        };
+        ids.push(id);
+    }
+    (ids, next)
 }
 
 fn gpus_per_node(hosts: &Hosts, given: Option<u32>) -> Result<u32> {
