@@ -182,9 +182,12 @@ MEGATRON_CORE_TESTS=(
 
 python312() {
   local candidate
-  for candidate in "${PYTHON312:-}" "$(command -v python3.12 || true)" \
-    "$(pyenv prefix 3.12 2>/dev/null || true)/bin/python3.12" "$HOME"/.pyenv/versions/3.12*/bin/python3.12; do
-    if [ -n "$candidate" ] && [ -x "$candidate" ]; then
+  # A candidate must run and be 3.12: pyenv's shim python3.12 exists
+  # whenever pyenv has a 3.12, but fails unless that version is selected.
+  for candidate in "${PYTHON312:-}" "$HOME"/.pyenv/versions/3.12*/bin/python3.12 \
+    "$(pyenv prefix 3.12 2>/dev/null || true)/bin/python3.12" "$(command -v python3.12 || true)"; do
+    if [ -n "$candidate" ] && [ -x "$candidate" ] &&
+      "$candidate" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))' >/dev/null 2>&1; then
       echo "$candidate"
       return
     fi
