@@ -105,8 +105,11 @@ def run(rank: int, world: int, port: int, out: str, job: dict[str, Any]) -> None
                 **check_new(plan, groups, applied, rank),
             }
             if not last:
-                made = applied.kinds("new") + applied.kinds("rebuilt") + applied.kinds("shrunk")
-                for pg in {id(applied.groups[k]): applied.groups[k] for k in made}.values():
+                # The groups this policy made (not the old ones, which the
+                # next policy starts from).
+                olds = {id(g) for v in groups.values() for g in as_list(v)}
+                made = {id(g): g for v in applied.groups.values() for g in as_list(v) if id(g) not in olds}
+                for pg in made.values():
                     dist.destroy_process_group(pg)
         mark("applied")
         # The store lives in rank 0: it goes last.
@@ -171,7 +174,7 @@ def check_refusals(layout: Any, kinds: list[str], failed: int, groups: dict, wor
         (lambda: apply_relayout(plan, groups, shrink="always"), "shrink must be one of auto, never, got 'always'"),
         (lambda: apply_relayout(relayout(layout, [failed], policy="drop-replica", kinds=kinds[:1]), groups),
          "does not classify kind(s) " + ", ".join(kinds[1:])),
-        (lambda: apply_relayout(plan, {**groups, kinds[0]: [groups[kinds[0]]]}), f"kind(s) {kinds[0]} put a process"),
+        (lambda: apply_relayout(plan, {**groups, kinds[0]: [groups[kinds[0]]]}), f"kind(s) {kinds[0]}: groups gives a list, but the kind's groups do not overlap"),
         (lambda: apply_relayout(plan, groups, backend={"ep": "gloo"}), "backend names kinds not in groups: ep"),
         (lambda: apply_relayout(plan, groups, timeout=60), "timeout must be a datetime.timedelta, got 60"),
         (lambda: apply_relayout(layout, groups), "takes a rank_layout.Relayout, got Layout"),
@@ -192,22 +195,26 @@ def check_refusals(layout: Any, kinds: list[str], failed: int, groups: dict, wor
 
 
 def check_old(layout: Any, groups: dict, rank: int) -> int:
-    """Each old group: its members, and an all-reduce of the ranks."""
+    """Each old group: its members, and an all-reduce of the ranks (every
+    split round of a kind whose groups overlap, where new_groups gives a
+    list, by color). How many kinds were checked."""
     import torch
     import torch.distributed as dist
 
     checked = 0
     for kind, pg in groups.items():
-        split = layout.split(rank, kind) if rank < layout.world_size else None
-        if split is None:
-            assert pg is None, (kind, rank)
-            continue
-        members = layout.group(kind, split.color)
-        assert dist.get_process_group_ranks(pg) == members, (kind, members)
-        t = torch.tensor([rank], dtype=torch.int64)
-        dist.all_reduce(t, group=pg)
-        assert t.item() == sum(members), (kind, members, t.item())
-        checked += 1
+        rounds = layout.split_rounds(kind)
+        splits = [layout.split(rank, kind, round=r) for r in range(rounds)] if rank < layout.world_size else []
+        colors = sorted(s.color for s in splits if s is not None)
+        pgs = as_list(pg)
+        assert len(pgs) == len(colors), (kind, rank, colors)
+        for color, one in zip(colors, pgs):
+            members = layout.group(kind, color)
+            assert dist.get_process_group_ranks(one) == members, (kind, members)
+            t = torch.tensor([rank], dtype=torch.int64)
+            dist.all_reduce(t, group=one)
+            assert t.item() == sum(members), (kind, members, t.item())
+        checked += bool(colors)
     return checked
 
 
@@ -216,13 +223,13 @@ def check_new(plan: Any, old_groups: dict, applied: Any, rank: int) -> dict[str,
     happened to each kind (kept groups being the very objects new_groups
     made), the members in the plan's key order, the group rank, and an
     all-reduce of the members' new ranks."""
-    import torch
-    import torch.distributed as dist
-
     new_rank = plan.new_rank[rank] if rank < len(plan.new_rank) else None
     assert applied.rank == new_rank
     seen: dict[str, Any] = {}
     for kind, old_pg in old_groups.items():
+        if plan.old_layout.split_rounds(kind) > 1:
+            seen[kind] = check_new_rounds(plan, kind, as_list(old_pg), applied, new_rank)
+            continue
         pg, how = applied.groups[kind], applied.how[kind]
         split = None if new_rank is None else plan.layout.split(new_rank, kind)
         if split is None:
@@ -237,20 +244,59 @@ def check_new(plan: Any, old_groups: dict, applied: Any, rank: int) -> dict[str,
             assert pg is old_pg, kind  # the same ProcessGroup object
         else:
             assert pg is not old_pg, kind
-        members = plan.layout.group(kind, split.color)
-        processes = [plan.process(m) for m in members]
-        assert dist.get_process_group_ranks(pg) == processes, (kind, processes)
-        assert dist.get_rank(pg) == split.key, (kind, split)
+        processes, total = check_group(plan, kind, split.color, pg, new_rank)
         if how in ("rebuilt", "shrunk"):
             # The old group without the positions the plan excludes, in order.
+            import torch.distributed as dist
+
             old = dist.get_process_group_ranks(old_pg) if old_pg is not None else None
             s = shrunk[split.color]
             assert [r for i, r in enumerate(old) if i not in s["exclude"]] == processes, (kind, old, s)
-        t = torch.tensor([new_rank], dtype=torch.int64)
-        dist.all_reduce(t, group=pg)
-        assert t.item() == sum(members), (kind, members, t.item())
-        seen[kind] = {"how": how, "processes": processes, "sum": t.item()}
+        seen[kind] = {"how": how, "processes": processes, "sum": total}
     return {"kinds": seen}
+
+
+def check_new_rounds(plan: Any, kind: str, old_pgs: list, applied: Any, new_rank: Any) -> dict[str, Any]:
+    """A kind whose groups overlap: this process's new groups, one per
+    split round it has a group in, by color; each the old object when the
+    plan keeps it, else a group made anew."""
+    pgs, how = as_list(applied.groups[kind]), applied.how[kind]
+    rounds = plan.layout.split_rounds(kind)
+    splits = [plan.layout.split(new_rank, kind, round=r) for r in range(rounds)] if new_rank is not None else []
+    colors = sorted(s.color for s in splits if s is not None)
+    assert len(pgs) == len(colors), (kind, colors)
+    ch = plan.changes(kind)
+    changed = set(ch["new"]) | {s["new"] for s in ch["shrunk"]}
+    out = []
+    for color, pg in zip(colors, pgs):
+        kept = any(pg is old for old in old_pgs)
+        assert kept == (color not in changed), (kind, color, kept)
+        processes, total = check_group(plan, kind, color, pg, new_rank)
+        out.append({"how": "kept" if kept else "new", "processes": processes, "sum": total})
+    assert how == ("none" if not colors else "kept" if all(g["how"] == "kept" for g in out) else "new"), (kind, how)
+    return {"how": how, "groups": out}
+
+
+def as_list(pg: Any) -> list:
+    """new_groups' answer for a kind: its group, a list of several, or None."""
+    return pg if isinstance(pg, list) else [] if pg is None else [pg]
+
+
+def check_group(plan: Any, kind: str, color: int, pg: Any, new_rank: int) -> tuple[list[int], int]:
+    """Group ``color`` of the new layout is ``pg``: its torch ranks in the
+    plan's order, this process's group rank its key, and an all-reduce of
+    the new ranks giving their sum. The torch ranks and the sum."""
+    import torch
+    import torch.distributed as dist
+
+    members = plan.layout.group(kind, color)
+    processes = [plan.process(m) for m in members]
+    assert dist.get_process_group_ranks(pg) == processes, (kind, processes)
+    assert dist.get_rank(pg) == members.index(new_rank), (kind, color)
+    t = torch.tensor([new_rank], dtype=torch.int64)
+    dist.all_reduce(t, group=pg)
+    assert t.item() == sum(members), (kind, members, t.item())
+    return processes, t.item()
 
 
 def spawn(world: int, job: dict[str, Any], tmp_path: Path, deadline_s: float) -> list[dict[str, Any]]:

@@ -72,14 +72,20 @@ def run_case(config: dict[str, Any], kinds: list[str], failed: int, tmp_path: Pa
             # new, counted over every process, are the plan's counts.
             shrunk = "shrunk" if stand_in else "rebuilt"
             by_how: dict[str, set] = {"kept": set(), shrunk: set(), "new": set()}
+            overlapping = layout.split_rounds(kind) > 1
             for s in seen:
                 k = s["kinds"][kind]
-                if k["how"] != "none":
-                    by_how[k["how"]].add(tuple(k["processes"]))
+                # A kind whose groups overlap: each of a process's groups
+                # is kept or made anew (shrunk ones too).
+                for g in k["groups"] if overlapping else [k] if k["how"] != "none" else []:
+                    by_how[g["how"]].add(tuple(g["processes"]))
             counts = plan.kinds[kind]
             assert len(by_how["kept"]) == counts["kept"], (policy, kind)
-            assert len(by_how[shrunk]) == counts["shrunk"], (policy, kind)
-            assert len(by_how["new"]) == counts["new"], (policy, kind)
+            if overlapping:
+                assert len(by_how["new"]) == counts["new"] + counts["shrunk"], (policy, kind)
+            else:
+                assert len(by_how[shrunk]) == counts["shrunk"], (policy, kind)
+                assert len(by_how["new"]) == counts["new"], (policy, kind)
             # Every group of the new layout was checked.
             assert sum(map(len, by_how.values())) == len(plan.layout.groups(kind))
         if stand_in:
@@ -115,6 +121,22 @@ def run_case(config: dict[str, Any], kinds: list[str], failed: int, tmp_path: Pa
 )
 def test_relayout_gloo_8_processes(config: dict, kinds: list[str], failed: int, tmp_path: Path) -> None:
     run_case(config, kinds, failed, tmp_path, deadline_s=300)
+
+
+def test_relayout_gloo_encoder_fan_out(tmp_path: Path) -> None:
+    """An encoder of tp 1 feeding decoder tp 2: each encoder rank is in two
+    joined pipelines (pp groups overlap; new_groups gives it a list, one
+    group per split round). Decoder rank 5 (replica 0) exits; drop-replica
+    keeps replica 1's pipelines as the same objects, shift-ranks and spare
+    make the changed ones anew, round by round."""
+    config = dict(tp=2, encoder_tp=1, encoder_pp=2, dp=2)
+    layout = Layout(**config)
+    assert layout.split_rounds("pp") == 2
+    # Both ways a process's overlapping groups go are taken: kept (the
+    # same objects) and made anew.
+    assert relayout(layout, [5], policy="drop-replica", kinds=["pp"]).kinds["pp"]["kept"] == 2
+    assert relayout(layout, [5], policy="shift-ranks", kinds=["pp"]).kinds["pp"]["new"] > 0
+    run_case(config, ["tp", "pp", "dp"], 5, tmp_path, deadline_s=300)
 
 
 def test_relayout_gloo_16_processes(tmp_path: Path) -> None:

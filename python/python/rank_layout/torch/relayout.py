@@ -56,6 +56,16 @@ group of the new layout is
 - **none**: this process has no rank in the new layout (alive but idle,
   or left out), or no group of the kind: ``None``.
 
+A kind whose groups overlap (an encoder's fan-out ``pp`` or ``embd``,
+where :func:`rank_layout.torch.new_groups` gives a process a list of
+groups when it is in several) is made as ``new_groups`` makes it, one
+members-only call per split round of the new layout: each of this
+process's new groups is the old group object with the same members in
+the same order where there is one, else a new group (a shrunk one is
+made anew, not shrunk). Its ``groups`` entry is as ``new_groups`` gives
+it (one group, a list by color, or ``None``), its ``how`` ``"kept"``
+(every one kept), ``"new"`` (some made) or ``"none"`` (no group).
+
 Old groups that no kind keeps or shrank are destroyed
 (``destroy_old=True``, the default): on gloo that is local.
 
@@ -75,7 +85,8 @@ Why it cannot hang, and what it costs
 torch names a members-only group after its ranks and the count of groups
 the calling process created before, so members only meet if their counts
 agree. Every process calling apply_relayout makes exactly one
-count-advancing call per kind, in ``groups``' order, whatever happens to
+count-advancing call per kind (per split round of the new layout for a
+kind whose groups overlap), in ``groups``' order, whatever happens to
 its group: ``shrink_group`` or ``new_group`` of its new group, or, when
 the group is kept or the process has none, a group of itself alone,
 destroyed at once (as :func:`rank_layout.torch.new_groups` does). So the
@@ -120,7 +131,7 @@ import torch
 import torch.distributed as dist
 
 from rank_layout import LayoutError, Relayout
-from rank_layout.torch._groups import _KEEP_ORDER
+from rank_layout.torch._groups import _KEEP_ORDER, GroupSpec, RankMap, _local
 
 #: Values of ``apply_relayout(shrink=...)``.
 SHRINK = ("auto", "never")
@@ -131,7 +142,8 @@ class AppliedRelayout:
     """What :func:`apply_relayout` did on this process.
 
     ``groups``: kind -> this process's group of the new layout (or
-    ``None``); ``how``: kind -> ``"kept"``, ``"shrunk"`` (by
+    ``None``; a list where the process is in several groups of a kind whose
+    groups overlap); ``how``: kind -> ``"kept"``, ``"shrunk"`` (by
     ``shrink_group``), ``"rebuilt"`` (shrunk in the plan, created anew),
     ``"new"`` or ``"none"``; ``rank``: this process's rank in the new layout
     (``None`` when it has none); ``destroyed``: old groups destroyed."""
@@ -189,7 +201,12 @@ def apply_relayout(
     # Decide first (no call yet), so that a refusal comes before any group.
     decisions = []
     for kind, old_pg in groups.items():
-        decisions.append(_decide(plan, kind, old_pg, changes[kind], rank, new_off))
+        if plan.old_layout.split_rounds(kind) > 1 or plan.layout.split_rounds(kind) > 1:
+            # Overlapping groups (an encoder's fan-out): by split rounds.
+            olds = list(old_pg) if isinstance(old_pg, (list, tuple)) else [] if old_pg is None else [old_pg]
+            decisions.append((kind, "rounds", olds, [], []))
+        else:
+            decisions.append(_decide(plan, kind, old_pg, changes[kind], rank, new_off))
     kept_pgs = {id(d[2]) for d in decisions if d[1] == "kept"}
     out: dict[str, Any] = {}
     how: dict[str, str] = {}
@@ -200,6 +217,9 @@ def apply_relayout(
     for kind, action, old_pg, members, exclude in decisions:
         kb = _by_kind(backend, kind)
         opts = _by_kind(pg_options, kind)
+        if action == "rounds":
+            out[kind], how[kind] = _rounds(plan, kind, old_pg, rank, me, kb, opts, timeout)
+            continue
         if action in ("kept", "none"):
             _advance(me, kb, timeout, kind)
             out[kind] = old_pg if action == "kept" else None
@@ -242,11 +262,11 @@ def _check_args(plan: Any, groups: Any, shrink: Any, timeout: Any, backend: Any,
             f"the plan does not classify kind(s) {', '.join(missing)} (it has {', '.join(classified)}): "
             "pass kinds=list(groups) to rank_layout.relayout"
         )
-    several = [str(k) for k, g in groups.items() if isinstance(g, (list, tuple))]
+    several = [str(k) for k, g in groups.items() if isinstance(g, (list, tuple)) and plan.old_layout.split_rounds(k) == 1]
     if several:
         raise LayoutError(
-            f"kind(s) {', '.join(several)} put a process in several groups (encoder fan-out or fan-in): "
-            "apply_relayout handles one group per process and kind"
+            f"kind(s) {', '.join(several)}: groups gives a list, but the kind's groups do not overlap "
+            "(new_groups gives one group or None): pass new_groups' answer"
         )
     for name, per_kind in (("backend", backend), ("pg_options", pg_options)):
         if isinstance(per_kind, Mapping):
@@ -290,6 +310,38 @@ def _decide(
             f"but groups has {have}: groups are not new_groups' for the plan's old layout"
         )
     return kind, "kept", old_pg, members, []
+
+
+def _rounds(
+    plan: Relayout, kind: str, old_pgs: list, rank: Optional[int], me: int,
+    backend: Any, pg_options: Any, timeout: Optional[timedelta],
+) -> tuple[list, str]:
+    """A kind whose groups overlap: this process's groups of the new
+    layout, one members-only call per split round (as new_groups makes
+    them), each an old group of the same members in the same order where
+    there is one (kept), else a new group (a shrunk one is made anew).
+    ``how`` is ``"none"`` (no group), ``"kept"`` (every one kept) or
+    ``"new"`` (some made)."""
+    new, off = plan.layout, plan.layout.rank_offset
+    # Logical ranks of the new layout -> torch ranks (those below its
+    # offset are not the plan's and map to themselves).
+    rmap = RankMap(
+        [*range(off), *(torch_rank(plan, n) for n in range(new.world_size))], dist.get_world_size(), partial=True
+    )
+    reuse = {tuple(dist.get_process_group_ranks(pg)): pg for pg in old_pgs}
+    options = _kwargs(backend, pg_options, timeout, "").get("pg_options")
+    spec = GroupSpec(label=kind, kind=kind, backend=backend, pg_options=options, desc=f"relayout/{kind}")
+    logical = None if rank is None else rank + off
+    try:
+        pgs = _local(new, spec, new.split_rounds(kind), logical, me, timeout, None, rmap, reuse)
+    except Exception as e:
+        raise LayoutError(f"kind {kind}: making this process's groups of the new layout failed: {e}") from e
+    kept = {id(pg) for pg in old_pgs}
+    if not pgs:
+        return None, "none"
+    how = "kept" if all(id(pg) in kept for pg in pgs) else "new"
+    # As new_groups gives them: one group, or a list of several.
+    return (pgs[0] if len(pgs) == 1 else pgs), how
 
 
 def _by_kind(value: Any, kind: str) -> Any:
@@ -360,17 +412,25 @@ def _destroy_unused(groups: Mapping[str, Any], out: dict[str, Any], how: dict[st
     """Destroys the old groups no kind uses any more (shrink_group destroyed
     the shrunk ones); never the default group. How many."""
     default = dist.distributed_c10d._get_default_group()
-    used = {id(pg) for pg in out.values() if pg is not None}
+    used = {id(pg) for pg in _flat(out.values())}
     shrunk_from = {id(groups[k]) for k, h in how.items() if h == "shrunk"}
     seen: set[int] = set()
     n = 0
-    for pg in groups.values():
+    for pg in _flat(groups.values()):
         if pg is None or pg is default or id(pg) in used or id(pg) in shrunk_from or id(pg) in seen:
             continue
         seen.add(id(pg))
         dist.destroy_process_group(pg)
         n += 1
     return n
+
+
+def _flat(values: Any) -> list:
+    """Process groups, each kind's one or list (overlapping kinds)."""
+    out = []
+    for v in values:
+        out.extend(v if isinstance(v, (list, tuple)) else [v])
+    return [pg for pg in out if pg is not None]
 
 
 __all__ = ["apply_relayout", "AppliedRelayout", "torch_rank", "SHRINK"]
