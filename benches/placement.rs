@@ -7,6 +7,9 @@
 //!   25,100 hosts whose racks are listed interleaved, `tp` and `etp-ep` must
 //!   fit (their groups built by the layout beforehand);
 //! - `placement/crossing/100352`: how the `etp-ep` groups then fall;
+//! - `placement/crossing-dp/100352`: how the `dp` groups fall (32 groups
+//!   of 3,136 ranks, each on 3,136 nodes of every rack: the report's widest
+//!   kind);
 //! - `placement/groups-baseline/100352`: building the two kinds' groups as
 //!   `Vec`s (what the placement is given), for scale.
 // Benchmark code may unwrap, expect, panic and index: the workspace's clippy
@@ -57,6 +60,10 @@ fn placement(c: &mut Criterion) {
     let plan = place(100_352, &must, &hosts, &PlaceOptions::default()).expect("it places");
     g.bench_function("crossing/100352", |b| {
         b.iter(|| plan.crossing(&hosts, black_box(&must[1])).domain_crossing())
+    });
+    let dp = KindGroups::of_layout(&layout, Kind::DP).expect("the kind exists");
+    g.bench_function("crossing-dp/100352", |b| {
+        b.iter(|| plan.crossing(&hosts, black_box(&dp)).domain_crossing())
     });
     g.finish();
 }

@@ -1,7 +1,9 @@
 //! The node order: which host runs each logical node of a job, so that the
 //! groups that must stay inside an NVLink domain do.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use fnv::FnvHashMap;
 
 use crate::error::{Error, Result};
 use crate::machine::hosts::Hosts;
@@ -381,7 +383,7 @@ impl NodePlan {
 /// there gets a number of its own (an unknown key is the host's own).
 /// Returns the numbers by host and how many there are.
 fn key_ids(hosts: &Hosts, level: usize, levels: usize) -> (Vec<usize>, usize) {
-    let mut known: HashMap<&str, usize> = HashMap::new();
+    let mut known: FnvHashMap<&str, usize> = FnvHashMap::default();
     let mut ids = Vec::with_capacity(hosts.len());
     let mut next = 0;
     for host in hosts.iter() {
