@@ -72,11 +72,84 @@ fn topology_conf_tree_gives_root_then_leaf() {
 fn topology_conf_blocks_are_domains() {
     let hosts = Hosts::parse_topology_conf(&fixture("topology_block.conf")).unwrap();
     assert_eq!(hosts.len(), 128);
-    assert_eq!(hosts.levels(), 1);
     let domains = by_domain(&hosts);
     assert_eq!(domains.len(), 4);
     assert_eq!(domains[&Some("block3".to_string())], 32);
     assert_eq!(host(&hosts, "node65").domain(), Some("block3"));
+    // BlockSizes=30,120: base blocks of 30 nodes (the planning size), and
+    // blocks of 4 of them, which here hold all four.
+    assert_eq!(hosts.levels(), 2);
+    assert_eq!(host(&hosts, "node65").keys, ["block1..block4", "block3"]);
+}
+
+/// The same blocks as `scontrol show topology` prints them (with its
+/// `AggregatedBlock=` lines) and as topology.conf gives them with
+/// `BlockSizes=18,36`: the same table, the aggregated blocks as Slurm
+/// forms them (pairs of consecutive blocks).
+#[test]
+fn topology_conf_block_sizes_make_scontrol_aggregated_blocks() {
+    let conf = "BlockName=b1 Nodes=gb[001-018]\nBlockName=b2 Nodes=gb[019-036]\n\
+                BlockName=b3 Nodes=gb[037-052]\nBlockName=b4 Nodes=gb[055-072]\n\
+                BlockSizes=18,36\n";
+    let from_conf = Hosts::parse_topology_conf(conf).unwrap();
+    let from_scontrol = Hosts::parse_scontrol_topology(&fixture("scontrol_block.txt")).unwrap();
+    assert_eq!(from_conf, from_scontrol);
+    // scontrol prints an aggregated block's name as a hostlist.
+    let ranged =
+        fixture("scontrol_block.txt").replace("AggregatedBlock=b3,b4", "AggregatedBlock=b[3-4]");
+    assert_eq!(
+        Hosts::parse_scontrol_topology(&ranged).unwrap(),
+        from_scontrol
+    );
+    // Without BlockSizes, the base blocks alone (Slurm's default levels
+    // are not the machine's).
+    let plain =
+        Hosts::parse_topology_conf(conf.trim_end().trim_end_matches("BlockSizes=18,36")).unwrap();
+    assert_eq!(plain.levels(), 1);
+}
+
+/// Slurm's last aggregated block of a level (block_record.c): a short one
+/// is formed unless the level below already holds its blocks whole; a
+/// block in none at a level keeps its key from the level below.
+#[test]
+fn topology_conf_short_aggregated_blocks() {
+    let blocks = |n: usize| -> String {
+        (1..=n)
+            .map(|i| format!("BlockName=b{i} Nodes=n{i}\n"))
+            .collect::<String>()
+            + "BlockSizes=1,2,4\n"
+    };
+    let keys = |n: usize| -> Vec<Vec<String>> {
+        let hosts = Hosts::parse_topology_conf(&blocks(n)).unwrap();
+        (1..=n)
+            .map(|i| host(&hosts, &format!("n{i}")).keys.clone())
+            .collect()
+    };
+    // 5 blocks: b5 is alone at both levels.
+    let five = keys(5);
+    assert_eq!(five[0], ["b1..b4", "b1..b2", "b1"]);
+    assert_eq!(five[4], ["b5", "b5", "b5"]);
+    // 6: b5 and b6 pair at level 1; level 2 would hold only them.
+    let six = keys(6);
+    assert_eq!(six[5], ["b5..b6", "b5..b6", "b6"]);
+    // 7: b7 is alone at level 1, and b5-b7 form a short block at level 2.
+    let seven = keys(7);
+    assert_eq!(seven[4], ["b5..b7", "b5..b6", "b5"]);
+    assert_eq!(seven[6], ["b5..b7", "b7", "b7"]);
+    // A level holding every block is the last taken.
+    assert_eq!(keys(2)[0], ["b1..b2", "b1"]);
+    // Sizes that are not the base block's times a power of two.
+    for (text, value) in [
+        ("BlockSizes=18,45\n", "45"),
+        ("BlockSizes=18,54\n", "54"),
+        ("BlockSizes=36,18\n", "18"),
+    ] {
+        let (line, got, problem) = refused(Hosts::parse_topology_conf(&format!(
+            "BlockName=b1 Nodes=n1\n{text}"
+        )));
+        assert_eq!((line, got.as_str()), (2, value), "{problem}");
+        assert!(problem.contains("power of two"), "{problem}");
+    }
 }
 
 #[test]
@@ -131,6 +204,8 @@ fn topology_yaml_reads_the_chosen_topology() {
     assert_eq!(blocks.len(), 16);
     assert_eq!(by_domain(&blocks).len(), 4);
     assert_eq!(host(&blocks, "node09").domain(), Some("b3"));
+    // block_sizes 4, 16: blocks of 4 base blocks, which hold all four.
+    assert_eq!(host(&blocks, "node09").keys, ["b1..b4", "b3"]);
     // The same blocks as topology.conf lines give the same table.
     let conf = "BlockName=b1 Nodes=node[01-04]\nBlockName=b2 Nodes=node[05-08]\n\
                 BlockName=b3 Nodes=node[09-12]\nBlockName=b4 Nodes=node[13-16]\nBlockSizes=4,16\n";
@@ -177,8 +252,8 @@ fn scontrol_tree_takes_the_deepest_switch() {
 fn scontrol_blocks_with_aggregated_outer_keys() {
     let hosts = Hosts::parse_scontrol_topology(&fixture("scontrol_block.txt")).unwrap();
     assert_eq!(hosts.len(), 70);
-    assert_eq!(host(&hosts, "gb001").keys, ["b1,b2", "b1"]);
-    assert_eq!(host(&hosts, "gb060").keys, ["b3,b4", "b4"]);
+    assert_eq!(host(&hosts, "gb001").keys, ["b1..b2", "b1"]);
+    assert_eq!(host(&hosts, "gb060").keys, ["b3..b4", "b4"]);
     assert_eq!(by_domain(&hosts)[&Some("b3".to_string())], 16);
     // topology.conf's parameters are not scontrol's.
     let (line, value, _) = refused(Hosts::parse_scontrol_topology("BlockSizes=18\n"));

@@ -11,9 +11,11 @@
 //! - `kubectl.rs` (feature `serde`): `kubectl get nodes -o json`.
 //!
 //! `slurm.rs` builds the table of Slurm's blocks and switch trees that
-//! three of them read. The rules are in [`semantics`](crate::semantics),
+//! three of them read; `block_levels.rs` forms the higher-level blocks of
+//! `BlockSizes=` as Slurm does. The rules are in [`semantics`](crate::semantics),
 //! section "Placement".
 
+mod block_levels;
 #[cfg(feature = "serde")]
 mod kubectl;
 mod nvidia_smi;

@@ -12,8 +12,9 @@ impl Hosts {
     /// switches from the root down to the deepest that lists it) or blocks
     /// (`BlockName=b1 BlockIndex=0 Nodes=gb[01-18] BlockSize=18`, each a
     /// domain; the `AggregatedBlock=` lines of the higher block levels are
-    /// the outer keys, largest first). Every host is healthy, its GPUs not
-    /// given.
+    /// the outer keys, largest first, each named by its first and last
+    /// block, `b1..b2`, as [`Hosts::parse_topology_conf`] names them). Every
+    /// host is healthy, its GPUs not given.
     ///
     /// ```
     /// use rank_layout::machine::Hosts;
@@ -21,7 +22,7 @@ impl Hosts {
     ///            BlockName=b2 BlockIndex=1 Nodes=gb[03-04] BlockSize=2\n\
     ///            AggregatedBlock=b1,b2 BlockIndex=2 Nodes=gb[01-04] BlockSize=4\n";
     /// let hosts = Hosts::parse_scontrol_topology(out)?;
-    /// assert_eq!(hosts.get(2).unwrap().keys, ["b1,b2", "b2"]);
+    /// assert_eq!(hosts.get(2).unwrap().keys, ["b1..b2", "b2"]);
     /// # Ok::<(), rank_layout::Error>(())
     /// ```
     ///

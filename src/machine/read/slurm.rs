@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use crate::error::Result;
 use crate::machine::hosts::{Host, Hosts, bad, expand_at};
+use crate::machine::read::block_levels::{BlockSizes, span_key};
 
 /// The most levels of a switch tree (a deeper chain is a cycle or a
 /// mistake).
@@ -30,6 +31,9 @@ pub(crate) struct Units {
     /// `AggregatedBlock=` lines (`scontrol show topology` of a block
     /// topology: the higher-level blocks).
     pub aggregated: Vec<Unit>,
+    /// `BlockSizes=` (topology.conf) or `block_sizes` (topology.yaml):
+    /// the higher-level blocks, formed as Slurm forms them.
+    pub block_sizes: Option<BlockSizes>,
 }
 
 impl Units {
@@ -42,7 +46,13 @@ impl Units {
                 "switches and blocks in one topology: give one topology",
             )),
             (Some(_), None) => tree_hosts(&self.switches),
-            (None, Some(_)) => block_hosts(&self.blocks, &self.aggregated),
+            (None, Some(_)) => {
+                let levels = match &self.block_sizes {
+                    Some(sizes) => sizes.outer_keys(&self.blocks)?,
+                    None => vec![Vec::new(); self.blocks.len()],
+                };
+                block_hosts(&self.blocks, &levels, &self.aggregated)
+            }
             (None, None) => Err(bad(0, what, "no switch and no block listed")),
         }
     }
@@ -155,13 +165,16 @@ fn tree_hosts(switches: &[Unit]) -> Result<Hosts> {
     Hosts::checked(rows)
 }
 
-/// The hosts of blocks: each node's domain is its block; the aggregated
-/// blocks holding it, largest first, are its outer keys.
-fn block_hosts(blocks: &[Unit], aggregated: &[Unit]) -> Result<Hosts> {
+/// The hosts of blocks: each node's domain is its block; its outer keys
+/// are its block's `levels` (the higher-level blocks of `BlockSizes=`),
+/// then the aggregated blocks holding it (`scontrol`'s lines), largest
+/// first, each named by its first and last block (`scontrol`'s `b[1-2]`
+/// or `b1,b2` is `b1..b2`).
+fn block_hosts(blocks: &[Unit], levels: &[Vec<String>], aggregated: &[Unit]) -> Result<Hosts> {
     let mut names = HashMap::new();
     let mut rows: BTreeMap<String, (usize, Host)> = BTreeMap::new();
     let mut listed = 0;
-    for b in blocks {
+    for (i, b) in blocks.iter().enumerate() {
         if names.insert(b.name.as_str(), ()).is_some() {
             return Err(bad(
                 b.line,
@@ -184,11 +197,13 @@ fn block_hosts(blocks: &[Unit], aggregated: &[Unit]) -> Result<Hosts> {
                     ),
                 ));
             }
+            let mut keys = levels.get(i).cloned().unwrap_or_default();
+            keys.push(b.name.clone());
             let host = Host {
                 name: node.clone(),
                 gpus: None,
                 healthy: true,
-                keys: vec![b.name.clone()],
+                keys,
             };
             rows.insert(node, (b.line, host));
         }
@@ -201,6 +216,8 @@ fn block_hosts(blocks: &[Unit], aggregated: &[Unit]) -> Result<Hosts> {
         };
         let members = expand_at(a.line, nodes, &mut listed)?;
         let size = members.len();
+        let names = expand_at(a.line, &a.name, &mut listed)?;
+        let name = span_key(&names.iter().map(String::as_str).collect::<Vec<_>>());
         for node in members {
             if !rows.contains_key(&node) {
                 return Err(bad(
@@ -212,7 +229,7 @@ fn block_hosts(blocks: &[Unit], aggregated: &[Unit]) -> Result<Hosts> {
                     ),
                 ));
             }
-            outer.entry(node).or_default().push((size, a.name.clone()));
+            outer.entry(node).or_default().push((size, name.clone()));
         }
     }
     for (node, mut keys) in outer {
@@ -272,9 +289,16 @@ pub(crate) fn read_lines(text: &str, dialect: Dialect) -> Result<Units> {
                 (&mut units.aggregated, &["nodes", "blockindex", "blocksize"])
             }
             ("blocksizes", Dialect::Conf) => {
-                block_sizes(line, name)?;
+                let sizes = block_sizes(line, name)?;
                 if let Some((_, value)) = pairs.get(1) {
                     return Err(bad(line, value, "BlockSizes= stands alone on its line"));
+                }
+                if units
+                    .block_sizes
+                    .replace(BlockSizes { line, sizes })
+                    .is_some()
+                {
+                    return Err(bad(line, name, "BlockSizes= is given twice"));
                 }
                 continue;
             }
@@ -323,14 +347,13 @@ pub(crate) fn read_lines(text: &str, dialect: Dialect) -> Result<Units> {
     Ok(units)
 }
 
-/// `BlockSizes=`: positive integers separated by commas (checked, not
-/// used: the domain is the base block).
-fn block_sizes(line: usize, value: &str) -> Result<()> {
-    for size in value.split(',') {
-        match size.parse::<u32>() {
-            Ok(n) if n > 0 => {}
-            _ => return Err(bad(line, size, "a block size is a positive integer")),
-        }
-    }
-    Ok(())
+/// `BlockSizes=`: positive integers separated by commas.
+fn block_sizes(line: usize, value: &str) -> Result<Vec<u32>> {
+    value
+        .split(',')
+        .map(|size| match size.parse::<u32>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err(bad(line, size, "a block size is a positive integer")),
+        })
+        .collect()
 }

@@ -7,7 +7,8 @@ use crate::machine::read::slurm::{Dialect, read_lines};
 impl Hosts {
     /// Reads Slurm's `topology.conf`: either blocks (topology/block:
     /// `BlockName=b1 Nodes=gb[01-18]`, each block a domain; `BlockSizes=`
-    /// checked, not used) or a switch tree (topology/tree: `SwitchName=s0
+    /// the higher-level blocks, as Slurm forms them, the outer keys) or a
+    /// switch tree (topology/tree: `SwitchName=s0
     /// Nodes=...`, `SwitchName=s3 Switches=s[0-2]`), each node's keys the
     /// switches from the root down to its leaf switch. Parameter names are
     /// case-insensitive, `#` starts a comment, node and switch lists are
@@ -27,7 +28,8 @@ impl Hosts {
     /// # Errors
     /// [`Error::BadHostTable`](crate::Error::BadHostTable) naming the line
     /// and the bad value: a line that is not `Key=value` pairs, an unknown
-    /// parameter, a bad hostlist, a switch or block defined twice, a child
+    /// parameter, a bad hostlist, a block size that is not the first's
+    /// times a power of two, a switch or block defined twice, a child
     /// switch not defined or with two parents, a cycle, a node in two
     /// blocks or two leaf switches, blocks and switches mixed, a ring
     /// topology, nothing listed.

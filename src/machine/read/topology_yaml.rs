@@ -3,14 +3,16 @@
 use crate::error::Result;
 use crate::machine::Hosts;
 use crate::machine::hosts::bad;
+use crate::machine::read::block_levels::BlockSizes;
 use crate::machine::read::slurm::{Unit, Units};
 use crate::machine::read::yaml::{self, Node};
 
 impl Hosts {
     /// Reads Slurm's `topology.yaml`: a list of topologies, each with a
-    /// `topology` name, `cluster_default` and one of `block` (`block_sizes`,
-    /// checked, not used; `blocks` of `block` and `nodes`, each block a
-    /// domain) or `tree` (`switches` of `switch`, `children` and `nodes`,
+    /// `topology` name, `cluster_default` and one of `block` (`blocks` of
+    /// `block` and `nodes`, each block a domain; `block_sizes` the
+    /// higher-level blocks, outer keys, as in
+    /// [`Hosts::parse_topology_conf`]) or `tree` (`switches` of `switch`, `children` and `nodes`,
     /// each node's keys the switches from the root down to its leaf). The
     /// topology read is the one named `topology`, else the first with
     /// `cluster_default: true`, else the first listed. Node and switch
@@ -188,15 +190,31 @@ fn read_block(node: &Node, units: &mut Units) -> Result<()> {
     for (key, value) in entries {
         match key.as_str() {
             "block_sizes" => {
-                let sizes = match value {
+                let items = match value {
                     Node::Seq { items, .. } => items.iter().collect(),
                     other => vec![other],
                 };
-                for size in sizes {
+                let mut sizes = Vec::with_capacity(items.len());
+                for size in items {
                     let text = scalar(size)?;
-                    if !matches!(text.parse::<u32>(), Ok(n) if n > 0) {
-                        return Err(bad(size.line(), text, "a block size is a positive integer"));
+                    match text.parse::<u32>() {
+                        Ok(n) if n > 0 => sizes.push(n),
+                        _ => {
+                            return Err(bad(
+                                size.line(),
+                                text,
+                                "a block size is a positive integer",
+                            ));
+                        }
                     }
+                }
+                let line = value.line();
+                if units
+                    .block_sizes
+                    .replace(BlockSizes { line, sizes })
+                    .is_some()
+                {
+                    return Err(bad(line, "block_sizes", "block_sizes is given twice"));
                 }
             }
             "blocks" => {
