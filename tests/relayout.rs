@@ -344,7 +344,7 @@ fn spare_keeps_must_fit_groups_in_their_domain() {
         Hosts::parse_plain("a0 r0 4\na1 r0 4\na2 r0 4\nb0 r1 4\nb1 r1 4\nb2 r1 4\n").unwrap();
     let layout = Layout::new(&Config::new().tp(8).dp(2)).unwrap();
     let tp = KindGroups::of_layout(&layout, Kind::TP).unwrap();
-    let plan = place(16, &[tp], &hosts, &PlaceOptions::default()).unwrap();
+    let plan = place(16, &[tp], &[], &hosts, &PlaceOptions::default()).unwrap();
     assert_eq!(plan.idle.len(), 2);
     for failed in ["a0", "a1", "b0", "b1"] {
         let used: Vec<&str> = plan
@@ -414,7 +414,7 @@ proptest! {
         let dp = whole - 1; // one unit short of the racks: idle hosts remain
         let layout = Layout::new(&Config::new().tp(tp).dp(dp)).unwrap();
         let must = KindGroups::of_layout(&layout, Kind::TP).unwrap();
-        let plan = place(layout.world_size(), &[must], &hosts, &PlaceOptions::default()).unwrap();
+        let plan = place(layout.world_size(), &[must], &[], &hosts, &PlaceOptions::default()).unwrap();
         let failed_node = pick % plan.node_hosts.len();
         let failed_host = hosts.get(plan.node_hosts[failed_node]).unwrap().name.clone();
         let failure = Failure::of_hosts(&plan, &hosts, 0, &[failed_host.as_str()]).unwrap();

@@ -73,8 +73,8 @@ impl Failure {
     /// use rank_layout::machine::{place, Hosts, KindGroups, PlaceOptions};
     /// use rank_layout::relayout::Failure;
     /// let hosts = Hosts::parse_plain("a r0 2\nb r0 2\nc r1 2\nd r0 2\n")?;
-    /// let tp = KindGroups { name: "tp".into(), groups: vec![vec![0, 1], vec![2, 3], vec![4, 5]] };
-    /// let plan = place(6, &[tp], &hosts, &PlaceOptions::default())?;
+    /// let tp = KindGroups::new("tp", vec![vec![0, 1], vec![2, 3], vec![4, 5]]);
+    /// let plan = place(6, &[tp], &[], &hosts, &PlaceOptions::default())?;
     /// let failure = Failure::of_hosts(&plan, &hosts, 0, &["b"])?;
     /// assert_eq!((failure.failed(), failure.spares()), (&[2, 3][..], 1));
     /// # Ok::<(), rank_layout::Error>(())
