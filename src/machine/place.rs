@@ -603,12 +603,19 @@ impl NodePlan {
         let mut widest = vec![0; levels];
         for (level, (crossed, wide)) in crossing.iter_mut().zip(widest.iter_mut()).enumerate() {
             let (ids, count) = keys.level(level);
+            // The key of each logical node's host.
+            let node_key: Vec<u32> = self
+                .node_hosts
+                .iter()
+                .map(|&h| ids.get(h).copied().unwrap_or(u32::MAX))
+                .collect();
+            let g_per_node = self.gpus_per_node.max(1);
             // stamp[id] == group number + 1: the key is counted for it.
             let mut stamp = vec![0usize; count];
             for (g, group) in kind.groups.iter().enumerate() {
                 let mut spanned = 0;
                 for &r in group {
-                    let Some(&id) = self.host_of(r).and_then(|h| ids.get(h)) else {
+                    let Some(&id) = node_key.get((r / g_per_node) as usize) else {
                         continue;
                     };
                     if let Some(s) = stamp.get_mut(id as usize) {
