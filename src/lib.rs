@@ -127,6 +127,7 @@ pub mod mpi;
 mod order;
 mod plan;
 pub mod relayout;
+pub mod reshard;
 mod segment;
 pub mod semantics;
 #[cfg(feature = "serde")]
