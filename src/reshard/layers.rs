@@ -30,6 +30,7 @@ pub struct LayerSplit {
     first: Option<u32>,
     last: Option<u32>,
     virtual_stages: u32,
+    layers_per_virtual_stage: Option<u32>,
     embedding_counts: bool,
     loss_counts: bool,
     chunks: Option<Vec<u32>>,
@@ -66,6 +67,15 @@ impl LayerSplit {
     #[must_use]
     pub fn virtual_stages(mut self, v: u32) -> LayerSplit {
         self.virtual_stages = v;
+        self
+    }
+
+    /// With `n` layers per model chunk: `(num_layers / pp) / n` chunks per
+    /// stage, as Megatron-LM derives them from
+    /// `--num-layers-per-virtual-pipeline-stage`.
+    #[must_use]
+    pub fn layers_per_virtual_stage(mut self, n: u32) -> LayerSplit {
+        self.layers_per_virtual_stage = Some(n);
         self
     }
 
@@ -195,7 +205,11 @@ impl LayerSplit {
     /// Megatron-Core's chunks (`get_num_layers_to_build`,
     /// `get_transformer_layer_offset`), or the refusal.
     fn megatron(&self, num_layers: u32, pp: u32) -> std::result::Result<Vec<u32>, String> {
-        let v = self.virtual_stages;
+        let v = match self.layers_per_virtual_stage {
+            Some(n) if n > 0 => (num_layers / pp) / n,
+            Some(_) => 0,
+            None => self.virtual_stages,
+        };
         if v == 0 {
             return Err("the virtual stages per stage must be at least 1".into());
         }

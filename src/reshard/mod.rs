@@ -47,6 +47,7 @@
 
 mod cost;
 mod dims;
+mod gpt;
 mod layers;
 mod locality;
 mod model;
@@ -58,6 +59,7 @@ mod tensor;
 mod transfer;
 
 pub use cost::Cost;
+pub use gpt::GptModel;
 pub use layers::{LayerMap, LayerSplit};
 pub use locality::Locality;
 pub use model::Model;

@@ -5,8 +5,8 @@ use std::fmt;
 use crate::reshard::region::{Point, Region};
 
 /// Where a transfer's source sits from its destination: the tier of the
-/// rule that chose it (semantics section 12).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// rule that chose it (semantics section 12), nearest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum Tier {
     /// The destination holds the piece itself: a local copy.
