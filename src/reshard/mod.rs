@@ -7,7 +7,9 @@
 //!   `partition_sizes`; its layer's stage; its expert; a dim of layers
 //!   split over the stages; GTP weight shards; the distributed
 //!   optimizer's dp shards); [`GptModel`] builds a GPT's (or an MoE's)
-//!   tensors from Megatron's arguments.
+//!   tensors from Megatron's arguments; with the feature `serde`,
+//!   `Model::from_json` reads a tensors file (the command line's
+//!   `--tensors`) and `Model::to_json` writes one.
 //! - [`LayerSplit`] and [`LayerMap`]: which layers each stage holds.
 //! - [`Side`]: a layout, its layers, which process runs each rank, which
 //!   processes are dead ([`Side::before`] and [`Side::after`] a
@@ -48,6 +50,8 @@
 mod cost;
 mod dims;
 mod gpt;
+#[cfg(feature = "serde")]
+mod json;
 mod layers;
 mod locality;
 mod model;
