@@ -169,6 +169,11 @@ pub enum Command {
     /// gone, under one --policy or every policy side by side
     #[command(after_help = RELAYOUT_HELP)]
     Relayout(RelayoutArgs),
+    /// Plan moving a model's tensors from one layout to another (a refit,
+    /// a KV handoff, after a failure): every transfer or one rank's, each
+    /// piece from a holder near its destination, and the cost
+    #[command(after_help = crate::commands::reshard::HELP)]
+    Reshard(crate::commands::reshard::ReshardArgs),
 }
 
 /// The policies, for `relayout --help`.

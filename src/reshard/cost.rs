@@ -33,15 +33,37 @@ pub struct Cost {
     pub local_copies: u64,
 }
 
-/// Adds transfers up into a [`Cost`].
-#[derive(Debug, Default)]
-pub(crate) struct Tally {
+/// Adds transfers up into a [`Cost`], one at a time (for a plan streamed
+/// rather than collected).
+///
+/// ```
+/// use rank_layout::reshard::{CostTally, Locality, Model, Reshard, Side, Tensor};
+/// use rank_layout::{Config, Layout};
+/// let model = Model::new(1, 0, vec![Tensor::new("w", [4, 4]).tp(0)])?;
+/// let from = Side::new(Layout::new(&Config::new().tp(2).world_size(2))?);
+/// let to = Side::new(Layout::new(&Config::new().world_size(1).rank_offset(2))?);
+/// let plan = Reshard::new(model, from, to, Locality::default())?;
+/// let mut tally = CostTally::new();
+/// for t in plan.transfers() {
+///     tally.add(&t?, plan.locality());
+/// }
+/// assert_eq!(tally.finish(), plan.cost()?);
+/// # Ok::<(), rank_layout::Error>(())
+/// ```
+#[derive(Debug, Default, Clone)]
+pub struct CostTally {
     cost: Cost,
     sent: FnvHashMap<u32, u64>,
     received: FnvHashMap<u32, u64>,
 }
 
-impl Tally {
+impl CostTally {
+    /// Nothing counted yet.
+    pub fn new() -> CostTally {
+        CostTally::default()
+    }
+
+    /// Counts `t`, its processes placed by `locality`.
     pub fn add(&mut self, t: &Transfer, locality: &Locality) {
         let c = &mut self.cost;
         if t.is_local() {
@@ -63,6 +85,7 @@ impl Tally {
         *r = r.saturating_add(t.bytes);
     }
 
+    /// The cost of every transfer counted.
     pub fn finish(mut self) -> Cost {
         self.cost.max_send_bytes = self.sent.values().copied().max().unwrap_or(0);
         self.cost.max_recv_bytes = self.received.values().copied().max().unwrap_or(0);

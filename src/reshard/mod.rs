@@ -62,7 +62,7 @@ mod side;
 mod tensor;
 mod transfer;
 
-pub use cost::Cost;
+pub use cost::{Cost, CostTally};
 pub use gpt::GptModel;
 pub use layers::{LayerMap, LayerSplit};
 pub use locality::Locality;

@@ -16,7 +16,7 @@ use fnv::FnvHashMap;
 
 use crate::error::{Error, Result};
 use crate::layout::Layout;
-use crate::reshard::cost::{Cost, Tally};
+use crate::reshard::cost::{Cost, CostTally};
 use crate::reshard::dims::{Piece, Run};
 use crate::reshard::layers::LayerMap;
 use crate::reshard::locality::Locality;
@@ -173,6 +173,39 @@ impl Reshard {
         Ok(plan)
     }
 
+    /// The plan of `model`'s tensors after a re-layout: from its old
+    /// layout (the failed processes dead) to its new one, run by the
+    /// processes of its rank map ([`Side::before`], [`Side::after`]), both
+    /// placing the layers by `layers`.
+    ///
+    /// ```
+    /// use rank_layout::relayout::{relayout, Failure, Policy, RelayoutOptions};
+    /// use rank_layout::reshard::{LayerRef, LayerSplit, Locality, Model, Reshard, Tensor, Tier};
+    /// use rank_layout::{Config, Layout};
+    /// // tp 2 x dp 4 on 8 GPUs; rank 5 fails; drop its replica.
+    /// let old = Layout::new(&Config::new().tp(2).dp(4))?;
+    /// let lost = relayout(&old, &Failure::new(8, [5]), Policy::DropReplica, &RelayoutOptions::default())?;
+    /// let model = Model::new(1, 0, vec![Tensor::new("w", [8, 8]).layer(LayerRef::Layer(0)).tp(0)])?;
+    /// let plan = Reshard::relayout(model, &lost, LayerSplit::even(), Locality::default())?;
+    /// // Every survivor keeps its shard: local copies only.
+    /// let cost = plan.cost()?;
+    /// assert_eq!((cost.bytes, cost.local_copies), (0, 6));
+    /// # Ok::<(), rank_layout::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`new`](Self::new).
+    pub fn relayout(
+        model: Model,
+        relayout: &crate::relayout::Relayout,
+        layers: crate::reshard::layers::LayerSplit,
+        locality: Locality,
+    ) -> Result<Reshard> {
+        let from = Side::before(relayout).layers(layers.clone());
+        let to = Side::after(relayout)?.layers(layers);
+        Reshard::new(model, from, to, locality)
+    }
+
     /// The dead holders of every source shard, and the shards none holds
     /// alive.
     fn find_dead(&mut self) -> Result<()> {
@@ -321,7 +354,7 @@ impl Reshard {
     /// An error of [`transfers`](Self::transfers) (none for a plan that
     /// was made).
     pub fn cost(&self) -> Result<Cost> {
-        let mut tally = Tally::default();
+        let mut tally = CostTally::new();
         for t in self.transfers() {
             tally.add(&t?, &self.locality);
         }
@@ -330,7 +363,7 @@ impl Reshard {
 
     /// The cost of some transfers (one process's plan, say).
     pub fn cost_of<'a>(&self, transfers: impl IntoIterator<Item = &'a Transfer>) -> Cost {
-        let mut tally = Tally::default();
+        let mut tally = CostTally::new();
         for t in transfers {
             tally.add(t, &self.locality);
         }

@@ -10,6 +10,7 @@ mod groups;
 mod place;
 mod rank;
 mod relayout;
+pub(crate) mod reshard;
 mod render;
 mod suggest;
 
@@ -58,5 +59,6 @@ pub fn run(cli: &Cli) -> Result<Outcome, Failure> {
         Command::Bridge(args) => bridge::run(args),
         Command::Place(args) => place::run(args),
         Command::Relayout(args) => relayout::run(args),
+        Command::Reshard(args) => reshard::run(args),
     }
 }
