@@ -38,7 +38,8 @@ impl Model {
     /// - [`Error::LayerOutOfRange`], [`Error::ExpertOutOfRange`];
     /// - [`Error::BadTensor`] for no dims or more than
     ///   [`MAX_DIMS`](crate::reshard::MAX_DIMS), 0 bytes per element, a dim
-    ///   index past the shape, one dim split twice, packed block lengths
+    ///   index past the shape, one dim split twice, a `tp_stride` that
+    ///   does not divide its dim, packed block lengths
     ///   that do not add up to the dim, a stride of 0, a `pp_dim` with a
     ///   layer or a length not a multiple of the layers, a fused expert dim
     ///   not a multiple of the experts, a name given twice, more than
@@ -47,7 +48,8 @@ impl Model {
         let mut names = HashMap::with_capacity(tensors.len());
         for (i, t) in tensors.iter().enumerate() {
             check(t, num_layers, num_experts)?;
-            let index = u32::try_from(i).map_err(|_| bad(t, "a model holds at most 2^32 tensors"))?;
+            let index =
+                u32::try_from(i).map_err(|_| bad(t, "a model holds at most 2^32 tensors"))?;
             if names.insert(t.name.clone(), index).is_some() {
                 return Err(bad(t, "the name is given twice"));
             }
@@ -85,6 +87,73 @@ impl Model {
         self.names.get(name).copied()
     }
 
+    /// Checks that `other` (the same model described for the other side,
+    /// from its own arguments, say) has the same layers, experts and
+    /// tensors, each of the same name, shape and element size, in the
+    /// same order: a reshard moves one model.
+    ///
+    /// ```
+    /// use rank_layout::reshard::{Model, Tensor};
+    /// let a = Model::new(1, 0, vec![Tensor::new("w", [8, 4])])?;
+    /// let b = Model::new(1, 0, vec![Tensor::new("w", [8, 6])])?;
+    /// assert!(a.same_as(&a.clone()).is_ok());
+    /// assert_eq!(a.same_as(&b).unwrap_err().to_string(), "tensor w's shape differs between the sides: [8, 4] (from) and [8, 6] (to)");
+    /// # Ok::<(), rank_layout::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::ModelMismatch`] naming the first difference.
+    pub fn same_as(&self, other: &Model) -> Result<()> {
+        let differ = |what: String, a: String, b: String| {
+            Err(Error::ModelMismatch {
+                what,
+                from: a,
+                to: b,
+            })
+        };
+        if self.num_layers != other.num_layers {
+            return differ(
+                "num_layers".into(),
+                self.num_layers.to_string(),
+                other.num_layers.to_string(),
+            );
+        }
+        if self.num_experts != other.num_experts {
+            return differ(
+                "num_experts".into(),
+                self.num_experts.to_string(),
+                other.num_experts.to_string(),
+            );
+        }
+        if self.tensors.len() != other.tensors.len() {
+            return differ(
+                "the number of tensors".into(),
+                self.tensors.len().to_string(),
+                other.tensors.len().to_string(),
+            );
+        }
+        for (a, b) in self.tensors.iter().zip(&other.tensors) {
+            if a.name != b.name {
+                return differ("a tensor's name".into(), a.name.clone(), b.name.clone());
+            }
+            if a.shape != b.shape {
+                return differ(
+                    format!("tensor {}'s shape", a.name),
+                    format!("{:?}", a.shape),
+                    format!("{:?}", b.shape),
+                );
+            }
+            if a.element_bytes != b.element_bytes {
+                return differ(
+                    format!("tensor {}'s element_bytes", a.name),
+                    a.element_bytes.to_string(),
+                    b.element_bytes.to_string(),
+                );
+            }
+        }
+        Ok(())
+    }
+
     /// Every tensor's elements, summed (`None` past `u64`).
     pub fn numel(&self) -> Option<u64> {
         self.tensors
@@ -111,10 +180,7 @@ fn bad(t: &Tensor, problem: impl Into<String>) -> Error {
 fn check(t: &Tensor, num_layers: u32, num_experts: u32) -> Result<()> {
     let dims = t.shape.len();
     if dims == 0 || dims > MAX_DIMS {
-        return Err(bad(
-            t,
-            format!("it has {dims} dims (from 1 to {MAX_DIMS})"),
-        ));
+        return Err(bad(t, format!("it has {dims} dims (from 1 to {MAX_DIMS})")));
     }
     if let Some(dim) = t.shape.iter().position(|d| *d == 0) {
         return Err(Error::ZeroTensorDim {
@@ -150,6 +216,15 @@ fn check(t: &Tensor, num_layers: u32, num_experts: u32) -> Result<()> {
         let len = dim_of("tp_dim", tp.dim)?;
         match &tp.blocks {
             Blocks::Stride(0) => return Err(bad(t, "tp_stride must be at least 1")),
+            Blocks::Stride(stride) if len % stride != 0 => {
+                return Err(bad(
+                    t,
+                    format!(
+                        "tp_dim {} ({len}) is not divisible by tp_stride {stride}",
+                        tp.dim
+                    ),
+                ));
+            }
             Blocks::Stride(_) => {}
             Blocks::Sizes(sizes) => {
                 if sizes.is_empty() || sizes.contains(&0) {

@@ -35,7 +35,8 @@ pub fn reshard_tensors(data: &[u8]) {
             return;
         }
     };
-    let again = Model::from_json(&model.to_json()).unwrap_or_else(|e| panic!("{text:?} written back: {e}"));
+    let again =
+        Model::from_json(&model.to_json()).unwrap_or_else(|e| panic!("{text:?} written back: {e}"));
     assert_eq!(again, model, "{text:?}");
     let small = model.tensors().len() <= 16
         && model.numel().is_some_and(|n| n <= 1 << 16)
@@ -54,7 +55,9 @@ pub fn reshard_tensors(data: &[u8]) {
         // for ep 1 to divide only when num_experts is 0, which divides.
         Err(e) => panic!("{text:?} on one rank: {e}"),
     }
-    let two = Side::new(Layout::new(&Config::new().tp(2).world_size(2).rank_offset(1)).expect("two ranks"));
+    let two = Side::new(
+        Layout::new(&Config::new().tp(2).world_size(2).rank_offset(1)).expect("two ranks"),
+    );
     match Reshard::new(model.clone(), one, two, Locality::default()) {
         Ok(plan) => {
             for p in 1..3 {
@@ -62,10 +65,19 @@ pub fn reshard_tensors(data: &[u8]) {
                     .filter_map(|t| plan.destination_shard(p, t).expect("a tensor of the model"))
                     .flat_map(|s| s.boxes.into_iter().map(|(b, _)| b.numel()))
                     .sum();
-                let got: u64 = plan.plan_of(p).expect("a rank of the plan").recvs.iter().map(|t| t.region.numel()).sum();
+                let got: u64 = plan
+                    .plan_of(p)
+                    .expect("a rank of the plan")
+                    .recvs
+                    .iter()
+                    .map(|t| t.region.numel())
+                    .sum();
                 assert_eq!(got, want, "{text:?} rank {p}");
             }
         }
-        Err(e) => assert!(matches!(e, Error::TensorNotDivisible { .. }), "{text:?}: {e}"),
+        Err(e) => assert!(
+            matches!(e, Error::TensorNotDivisible { .. }),
+            "{text:?}: {e}"
+        ),
     }
 }
