@@ -36,7 +36,10 @@ const ARGS: &str = "--num-layers 80 --hidden-size 8192 --num-attention-heads 64 
 
 fn model() -> Model {
     let args = MegatronArgs::parse_command_line(ARGS).unwrap();
-    GptModel::from_megatron_args(&args).unwrap().model(&[8, 4]).unwrap()
+    GptModel::from_megatron_args(&args)
+        .unwrap()
+        .model(&[8, 4])
+        .unwrap()
 }
 
 fn plan(world: u32) -> Reshard {
@@ -59,7 +62,10 @@ fn reshard(c: &mut Criterion) {
         let once = p.plan_of(x).unwrap();
         let counts = (once.sends.len(), once.recvs.len(), once.copies.len());
         assert!(counts.1 + counts.2 > 0);
-        eprintln!("reshard/rank/{world}: process {x} sends {}, receives {}, copies {}", counts.0, counts.1, counts.2);
+        eprintln!(
+            "reshard/rank/{world}: process {x} sends {}, receives {}, copies {}",
+            counts.0, counts.1, counts.2
+        );
         g.bench_function(format!("rank/{world}"), |b| {
             b.iter(|| {
                 let r = p.plan_of(black_box(x)).unwrap();
@@ -70,7 +76,11 @@ fn reshard(c: &mut Criterion) {
     let p = plan(1024);
     let start = Instant::now();
     let total = p.transfers().count();
-    eprintln!("reshard/whole/1024: {total} transfers ({:?} once), cost {:?}", start.elapsed(), p.cost().unwrap());
+    eprintln!(
+        "reshard/whole/1024: {total} transfers ({:?} once), cost {:?}",
+        start.elapsed(),
+        p.cost().unwrap()
+    );
     g.bench_function("whole/1024", |b| {
         b.iter(|| {
             let mut tally = CostTally::new();

@@ -71,7 +71,10 @@ fn check_plan(plan: &Reshard) {
         procs
             .iter()
             .copied()
-            .filter(|p| src.get(&(*p, t)).is_some_and(|s| held_at(s, region).is_some()))
+            .filter(|p| {
+                src.get(&(*p, t))
+                    .is_some_and(|s| held_at(s, region).is_some())
+            })
             .collect()
     };
     // Ids unique; each transfer's source holds it where it says, and its
@@ -80,16 +83,23 @@ fn check_plan(plan: &Reshard) {
     assert_eq!(ids.len(), all.len(), "ids not unique");
     let mut received: HashMap<(u32, u32), u64> = HashMap::new();
     for t in &all {
-        let s = src.get(&(t.src, t.tensor)).expect("the source holds the tensor");
+        let s = src
+            .get(&(t.src, t.tensor))
+            .expect("the source holds the tensor");
         assert_eq!(held_at(s, &t.region), Some(t.src_offset.to_vec()), "{t:?}");
-        let d = dst.get(&(t.dst, t.tensor)).expect("the destination wants the tensor");
+        let d = dst
+            .get(&(t.dst, t.tensor))
+            .expect("the destination wants the tensor");
         assert_eq!(held_at(d, &t.region), Some(t.dst_offset.to_vec()), "{t:?}");
-        let bytes = t.region.numel() * u64::from(plan.model().tensors()[t.tensor as usize].element_bytes);
+        let bytes =
+            t.region.numel() * u64::from(plan.model().tensors()[t.tensor as usize].element_bytes);
         assert_eq!(t.bytes, bytes);
         *received.entry((t.dst, t.tensor)).or_default() += t.region.numel();
         // A holder copies locally: a network transfer goes to a process
         // that does not hold the piece.
-        let dst_holds = src.get(&(t.dst, t.tensor)).is_some_and(|s| held_at(s, &t.region).is_some());
+        let dst_holds = src
+            .get(&(t.dst, t.tensor))
+            .is_some_and(|s| held_at(s, &t.region).is_some());
         assert_eq!(t.is_local(), dst_holds, "{t:?}");
         assert_eq!(t.tier == Tier::Local, t.is_local());
         // Near the data: the source is on the destination's node (domain)
@@ -109,8 +119,15 @@ fn check_plan(plan: &Reshard) {
     // counts then mean a partition when the regions lie inside the shard).
     for ((p, t), shard) in &dst {
         let want: u64 = shard.boxes.iter().map(|(b, _)| b.numel()).sum();
-        assert_eq!(received.get(&(*p, *t)).copied().unwrap_or(0), want, "process {p} tensor {t}");
-        let mut mine: Vec<&Transfer> = all.iter().filter(|x| x.dst == *p && x.tensor == *t).collect();
+        assert_eq!(
+            received.get(&(*p, *t)).copied().unwrap_or(0),
+            want,
+            "process {p} tensor {t}"
+        );
+        let mut mine: Vec<&Transfer> = all
+            .iter()
+            .filter(|x| x.dst == *p && x.tensor == *t)
+            .collect();
         mine.sort_by_key(|x| x.id);
         for (i, a) in mine.iter().enumerate() {
             for b in &mine[i + 1..] {
@@ -126,7 +143,11 @@ fn check_plan(plan: &Reshard) {
     // One process's plan is the whole plan's rows for it.
     for &p in &procs {
         let mine = plan.plan_of(p).unwrap();
-        let mut rows: Vec<Transfer> = all.iter().filter(|t| t.src == p || t.dst == p).copied().collect();
+        let mut rows: Vec<Transfer> = all
+            .iter()
+            .filter(|t| t.src == p || t.dst == p)
+            .copied()
+            .collect();
         rows.sort_by_key(|t| t.id);
         assert_eq!(mine.all(), rows, "process {p}");
         assert!(mine.sends.iter().all(|t| t.src == p && t.dst != p));
@@ -142,7 +163,10 @@ fn check_plan(plan: &Reshard) {
             Tier::Domain => locality.domain_of(t.dst),
             _ => None,
         };
-        groups.entry((t.tensor, t.region.to_string(), t.tier, scope)).or_default().push(t);
+        groups
+            .entry((t.tensor, t.region.to_string(), t.tier, scope))
+            .or_default()
+            .push(t);
     }
     for ((tensor, _, tier, scope), list) in &groups {
         let region = list[0].region;
@@ -153,12 +177,16 @@ fn check_plan(plan: &Reshard) {
                 list.len(),
             ),
             Tier::Domain => (
-                h.iter().filter(|p| locality.domain_of(**p) == *scope).count(),
+                h.iter()
+                    .filter(|p| locality.domain_of(**p) == *scope)
+                    .count(),
                 list.len(),
             ),
             _ => (
                 h.len(),
-                dst.iter().filter(|((_, t), s)| t == tensor && held_at(s, &region).is_some()).count(),
+                dst.iter()
+                    .filter(|((_, t), s)| t == tensor && held_at(s, &region).is_some())
+                    .count(),
             ),
         };
         let mut per: HashMap<u32, usize> = HashMap::new();
@@ -167,13 +195,24 @@ fn check_plan(plan: &Reshard) {
         }
         let bound = served.div_ceil(senders);
         for (s, n) in per {
-            assert!(n <= bound, "{tier} {region}: {s} sends {n} > {bound} ({served} over {senders})");
+            assert!(
+                n <= bound,
+                "{tier} {region}: {s} sends {n} > {bound} ({served} over {senders})"
+            );
         }
     }
 }
 
 /// A valid layout of at most `max` ranks at `offset`, or none.
-fn layout(sizes: (u32, u32, u32, u32, u32), etp: u32, gtp: u32, order: &str, nested: bool, instances: u32, offset: u32) -> Option<Layout> {
+fn layout(
+    sizes: (u32, u32, u32, u32, u32),
+    etp: u32,
+    gtp: u32,
+    order: &str,
+    nested: bool,
+    instances: u32,
+    offset: u32,
+) -> Option<Layout> {
     let (tp, cp, pp, dp, ep) = sizes;
     let mut c = Config::new()
         .tp(tp)
@@ -195,17 +234,31 @@ fn layout(sizes: (u32, u32, u32, u32, u32), etp: u32, gtp: u32, order: &str, nes
 
 fn side_layout(offset: u32) -> impl Strategy<Value = Layout> {
     (
-        (prop::sample::select(vec![1u32, 2, 4]), 1u32..=2, 1u32..=3, 1u32..=3, prop::sample::select(vec![1u32, 2, 4])),
+        (
+            prop::sample::select(vec![1u32, 2, 4]),
+            1u32..=2,
+            1u32..=3,
+            1u32..=3,
+            prop::sample::select(vec![1u32, 2, 4]),
+        ),
         prop::sample::select(vec![1u32, 2, 4]),
         1u32..=2,
-        prop::sample::select(vec!["tp-cp-ep-dp-pp", "tp-cp-ep-pp-dp", "tp-dp-ep-cp-pp", "cp-tp-ep-dp-pp"]),
+        prop::sample::select(vec![
+            "tp-cp-ep-dp-pp",
+            "tp-cp-ep-pp-dp",
+            "tp-dp-ep-cp-pp",
+            "cp-tp-ep-dp-pp",
+        ]),
         prop::bool::weighted(0.15),
         1u32..=2,
     )
-        .prop_filter_map("a valid layout", move |(sizes, etp, gtp, order, nested, instances)| {
-            let l = layout(sizes, etp, gtp, order, nested, instances, offset)?;
-            (l.world_size() <= 48).then_some(l)
-        })
+        .prop_filter_map(
+            "a valid layout",
+            move |(sizes, etp, gtp, order, nested, instances)| {
+                let l = layout(sizes, etp, gtp, order, nested, instances, offset)?;
+                (l.world_size() <= 48).then_some(l)
+            },
+        )
 }
 
 fn layer_split() -> impl Strategy<Value = LayerSplit> {
@@ -227,16 +280,36 @@ fn model() -> impl Strategy<Value = Model> {
             let name = format!("t{i}");
             let at = LayerRef::Layer(layer);
             let mut t = match kind {
-                0 => Tensor::new(name, [144, 8]).layer(at).tp_stride(0, 1 + u64::from(layer % 3)),
+                0 => Tensor::new(name, [144, 8])
+                    .layer(at)
+                    .tp_stride(0, 1 + u64::from(layer % 3)),
                 1 => Tensor::new(name, [8, 48]).layer(at).tp(1),
                 2 => Tensor::new(name, [24]).layer(at),
-                3 => Tensor::new(name, [96, 8]).layer([LayerRef::First, LayerRef::Last, LayerRef::Ends][layer as usize % 3]).tp(0),
-                4 => Tensor::new(name, [48, 8]).layer(at).expert(layer % 4).tp_stride(0, 2),
+                3 => Tensor::new(name, [96, 8])
+                    .layer([LayerRef::First, LayerRef::Last, LayerRef::Ends][layer as usize % 3])
+                    .tp(0),
+                4 => Tensor::new(name, [48, 8])
+                    .layer(at)
+                    .expert(layer % 4)
+                    .tp_stride(0, 2),
                 5 => Tensor::new(name, [8, 48, 4]).layer(at).experts_dim(0).tp(1),
-                6 => Tensor::new(name, [24, 8, 4]).pp_dim(0).tp(1).element_bytes(4),
-                7 => Tensor::new(name, [1152]).layer(at).tp(0).dp_dim(0).element_bytes(4),
-                8 => Tensor::new(name, [144, 8]).layer(at).tp_blocks(0, [48, 24, 72]),
-                _ => Tensor::new(name, [96, 16]).layer(at).expert(3 - layer % 4).tp(1).dp_dim(0),
+                6 => Tensor::new(name, [24, 8, 4])
+                    .pp_dim(0)
+                    .tp(1)
+                    .element_bytes(4),
+                7 => Tensor::new(name, [1152])
+                    .layer(at)
+                    .tp(0)
+                    .dp_dim(0)
+                    .element_bytes(4),
+                8 => Tensor::new(name, [144, 8])
+                    .layer(at)
+                    .tp_blocks(0, [48, 24, 72]),
+                _ => Tensor::new(name, [96, 16])
+                    .layer(at)
+                    .expert(3 - layer % 4)
+                    .tp(1)
+                    .dp_dim(0),
             };
             if gtp && matches!(kind, 0 | 1 | 3) {
                 t = t.gtp();
@@ -248,7 +321,10 @@ fn model() -> impl Strategy<Value = Model> {
 }
 
 fn locality() -> impl Strategy<Value = Locality> {
-    (prop::sample::select(vec![1u32, 2, 4, 8]), prop::option::of(1u32..=3))
+    (
+        prop::sample::select(vec![1u32, 2, 4, 8]),
+        prop::option::of(1u32..=3),
+    )
         .prop_map(|(g, m)| Locality::new(Topology::new(g, m).unwrap()))
 }
 
@@ -344,30 +420,61 @@ proptest! {
 #[test]
 fn dist_opt_shards_follow_the_layout_s_groups() {
     let mut checked = 0;
-    for (order, instances) in [("tp-cp-ep-dp-pp", 1), ("tp-dp-ep-cp-pp", 1), ("tp-cp-ep-dp-pp", 2), ("tp-dp-ep-cp-pp", 2), ("cp-dp-tp-ep-pp", 2)] {
+    for (order, instances) in [
+        ("tp-cp-ep-dp-pp", 1),
+        ("tp-dp-ep-cp-pp", 1),
+        ("tp-cp-ep-dp-pp", 2),
+        ("tp-dp-ep-cp-pp", 2),
+        ("cp-dp-tp-ep-pp", 2),
+    ] {
         // Megatron-Core accepts more instance layouts than hold together
         // (semantics 3.4); those rank-layout refuses are skipped.
         let Ok(layout) = Layout::new(
-            &Config::new().tp(2).cp(2).dp(4).ep(2).order(order.parse::<Order>().unwrap()).dist_opt_instances(instances),
+            &Config::new()
+                .tp(2)
+                .cp(2)
+                .dp(4)
+                .ep(2)
+                .order(order.parse::<Order>().unwrap())
+                .dist_opt_instances(instances),
         ) else {
             continue;
         };
         checked += 1;
-        let model = Model::new(1, 2, vec![
-            Tensor::new("dense", [64]).layer(LayerRef::Layer(0)).dp_dim(0),
-            Tensor::new("expert", [64]).layer(LayerRef::Layer(0)).expert(1).dp_dim(0),
-        ])
+        let model = Model::new(
+            1,
+            2,
+            vec![
+                Tensor::new("dense", [64])
+                    .layer(LayerRef::Layer(0))
+                    .dp_dim(0),
+                Tensor::new("expert", [64])
+                    .layer(LayerRef::Layer(0))
+                    .expert(1)
+                    .dp_dim(0),
+            ],
+        )
         .unwrap();
         let side = Side::new(layout.clone());
         let plan = Reshard::new(model, side.clone(), side, Locality::default()).unwrap();
-        let (dense, expert) = if instances > 1 { (Kind::DP_CP_INTRA, Kind::EDP_INTRA) } else { (Kind::DP_CP, Kind::EDP) };
+        let (dense, expert) = if instances > 1 {
+            (Kind::DP_CP_INTRA, Kind::EDP_INTRA)
+        } else {
+            (Kind::DP_CP, Kind::EDP)
+        };
         for (t, kind) in [(0, dense), (1, expert)] {
             let size = layout.groups(kind).unwrap().group_len().unwrap() as u64;
             for r in 0..layout.world_size() {
-                let Some(s) = plan.source_shard(r, t).unwrap() else { continue };
+                let Some(s) = plan.source_shard(r, t).unwrap() else {
+                    continue;
+                };
                 let key = layout.split(r, kind).unwrap().unwrap().key as u64;
                 let per = 64 / size;
-                assert_eq!(s.boxes[0].0.range(0), Some((key * per, (key + 1) * per)), "{order} {kind} rank {r}");
+                assert_eq!(
+                    s.boxes[0].0.range(0),
+                    Some((key * per, (key + 1) * per)),
+                    "{order} {kind} rank {r}"
+                );
             }
         }
     }
@@ -380,15 +487,36 @@ fn dist_opt_shards_follow_the_layout_s_groups() {
 fn expert_rank_inverts_the_placement() {
     for config in [
         Config::new().tp(2).cp(2).ep(4).etp(1).pp(2).world_size(32),
-        Config::new().tp(2).ep(2).gtp_remat(2).expert_gtp_remat(2).world_size(32),
-        Config::new().tp(2).cp(2).ep(2).pp(2).world_size(32).expert_layout(ExpertLayout::Nested),
-        Config::new().tp(2).cp(2).ep(2).world_size(16).order("tp-cp-dp-ep-pp".parse::<Order>().unwrap()).expert_layout(ExpertLayout::Nested),
+        Config::new()
+            .tp(2)
+            .ep(2)
+            .gtp_remat(2)
+            .expert_gtp_remat(2)
+            .world_size(32),
+        Config::new()
+            .tp(2)
+            .cp(2)
+            .ep(2)
+            .pp(2)
+            .world_size(32)
+            .expert_layout(ExpertLayout::Nested),
+        Config::new()
+            .tp(2)
+            .cp(2)
+            .ep(2)
+            .world_size(16)
+            .order("tp-cp-dp-ep-pp".parse::<Order>().unwrap())
+            .expert_layout(ExpertLayout::Nested),
     ] {
         let layout = Layout::new(&config).unwrap();
         for r in 0..layout.world_size() {
             let p = layout.placement(r).unwrap();
             // Only the nested expert grid keeps cp.
-            let cp = if layout.shape() == rank_layout::LayoutShape::Nested { p.coord.cp } else { 0 };
+            let cp = if layout.shape() == rank_layout::LayoutShape::Nested {
+                p.coord.cp
+            } else {
+                0
+            };
             assert_eq!(layout.expert_rank(Part::Decoder, p.expert, cp).unwrap(), r);
         }
     }
@@ -398,7 +526,16 @@ fn expert_rank_inverts_the_placement() {
 /// up]) to tp 1 puts tp rank 1's first half after rank 0's first half.
 #[test]
 fn stride_two_to_one() {
-    let model = Model::new(1, 0, vec![Tensor::new("fc1", [8, 2]).layer(LayerRef::Layer(0)).tp_stride(0, 2)]).unwrap();
+    let model = Model::new(
+        1,
+        0,
+        vec![
+            Tensor::new("fc1", [8, 2])
+                .layer(LayerRef::Layer(0))
+                .tp_stride(0, 2),
+        ],
+    )
+    .unwrap();
     let from = Side::new(Layout::new(&Config::new().tp(2).world_size(2)).unwrap());
     let to = Side::new(Layout::new(&Config::new().world_size(1).rank_offset(2)).unwrap());
     let plan = Reshard::new(model, from, to, Locality::default()).unwrap();
@@ -407,10 +544,25 @@ fn stride_two_to_one() {
         .unwrap()
         .recvs
         .iter()
-        .map(|t| (t.src, t.region.range(0).unwrap(), t.src_offset[0], t.dst_offset[0]))
+        .map(|t| {
+            (
+                t.src,
+                t.region.range(0).unwrap(),
+                t.src_offset[0],
+                t.dst_offset[0],
+            )
+        })
         .collect();
     // Rank 0 holds rows 0-1 (gate) and 4-5 (up); rank 1 rows 2-3 and 6-7.
-    assert_eq!(got, [(0, (0, 2), 0, 0), (1, (2, 4), 0, 2), (0, (4, 6), 2, 4), (1, (6, 8), 2, 6)]);
+    assert_eq!(
+        got,
+        [
+            (0, (0, 2), 0, 0),
+            (1, (2, 4), 0, 2),
+            (0, (4, 6), 2, 4),
+            (1, (6, 8), 2, 6)
+        ]
+    );
 }
 
 /// Bad input is a typed error naming the value.
@@ -419,16 +571,74 @@ fn errors_name_the_values() {
     let tp3 = Side::new(Layout::new(&Config::new().tp(3).world_size(3)).unwrap());
     let one = Side::new(Layout::new(&Config::new().world_size(1)).unwrap());
     let m = |t: Tensor| Model::new(4, 8, vec![t]);
-    let e = Reshard::new(m(Tensor::new("q", [16, 4]).layer(LayerRef::Layer(0)).tp(0)).unwrap(), tp3.clone(), one.clone(), Locality::default()).unwrap_err();
-    assert_eq!(e.to_string(), "tensor q: dim 0 (16) is not divisible by 3 (tp 3) on the from side");
-    assert!(matches!(m(Tensor::new("q", [16, 0])), Err(Error::ZeroTensorDim { dim: 1, .. })));
-    assert_eq!(m(Tensor::new("x", [4]).expert(8)).unwrap_err().to_string(), "tensor x: expert 8 is out of range (the model has 8 experts)");
-    assert!(m(Tensor::new("x", [4]).tp(1)).unwrap_err().to_string().contains("tp_dim 1 is past its 1 dims"));
+    let e = Reshard::new(
+        m(Tensor::new("q", [16, 4]).layer(LayerRef::Layer(0)).tp(0)).unwrap(),
+        tp3.clone(),
+        one.clone(),
+        Locality::default(),
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "tensor q: dim 0 (16) is not divisible by 3 (tp 3) on the from side"
+    );
+    assert!(matches!(
+        m(Tensor::new("q", [16, 0])),
+        Err(Error::ZeroTensorDim { dim: 1, .. })
+    ));
+    assert_eq!(
+        m(Tensor::new("x", [4]).expert(8)).unwrap_err().to_string(),
+        "tensor x: expert 8 is out of range (the model has 8 experts)"
+    );
+    assert!(
+        m(Tensor::new("x", [4]).tp(1))
+            .unwrap_err()
+            .to_string()
+            .contains("tp_dim 1 is past its 1 dims")
+    );
     let pp3 = Side::new(Layout::new(&Config::new().pp(3).world_size(3)).unwrap());
-    let e = Reshard::new(m(Tensor::new("n", [4])).unwrap(), one.clone(), pp3, Locality::default()).unwrap_err();
-    assert_eq!(e.to_string(), "num_layers (4) is not divisible by pp = 3 for the even split (give the first and last stages' layers, or the chunks) on the to side");
-    let plan = Reshard::new(m(Tensor::new("n", [4])).unwrap(), one.clone(), tp3.clone(), Locality::default()).unwrap();
-    assert_eq!(plan.plan_of(7).unwrap_err().to_string(), "process 7 is in neither layout (from: 0..0; to: 0..2)");
-    let e = Reshard::new(m(Tensor::new("n", [4])).unwrap(), one.clone().dead([0]), tp3, Locality::default()).unwrap_err();
-    assert_eq!(e.to_string(), "tensor n: no surviving process holds its source shard (the whole tensor)");
+    let e = Reshard::new(
+        m(Tensor::new("n", [4])).unwrap(),
+        one.clone(),
+        pp3,
+        Locality::default(),
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "num_layers (4) is not divisible by pp = 3 for the even split (give the first and last stages' layers, or the chunks) on the to side"
+    );
+    let plan = Reshard::new(
+        m(Tensor::new("n", [4])).unwrap(),
+        one.clone(),
+        tp3.clone(),
+        Locality::default(),
+    )
+    .unwrap();
+    assert_eq!(
+        plan.plan_of(7).unwrap_err().to_string(),
+        "process 7 is in neither layout (from: 0..0; to: 0..2)"
+    );
+    let e = Reshard::new(
+        m(Tensor::new("n", [4])).unwrap(),
+        one.clone().dead([0]),
+        tp3,
+        Locality::default(),
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "tensor n: no surviving process holds its source shard (the whole tensor)"
+    );
+}
+
+/// The plan and its values cross threads (a binding may hold them).
+#[test]
+fn plan_values_are_send_and_sync() {
+    fn both<T: Send + Sync>() {}
+    both::<Reshard>();
+    both::<Model>();
+    both::<Side>();
+    both::<Transfer>();
+    both::<rank_layout::reshard::RankPlan>();
 }

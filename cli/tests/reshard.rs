@@ -34,8 +34,16 @@ fn file(dir: &Path, name: &str, text: &str) -> PathBuf {
 /// ranks 8-15; the issue's tensors.
 fn setup(name: &str) -> (PathBuf, PathBuf, PathBuf, PathBuf) {
     let dir = temp_dir(name);
-    let a = file(&dir, "a.json", r#"{"tp": 2, "pp": 2, "ep": 2, "world_size": 8}"#);
-    let b = file(&dir, "b.json", r#"{"tp": 4, "ep": 4, "etp": 1, "world_size": 8, "rank_offset": 8}"#);
+    let a = file(
+        &dir,
+        "a.json",
+        r#"{"tp": 2, "pp": 2, "ep": 2, "world_size": 8}"#,
+    );
+    let b = file(
+        &dir,
+        "b.json",
+        r#"{"tp": 4, "ep": 4, "etp": 1, "world_size": 8, "rank_offset": 8}"#,
+    );
     let t = file(&dir, "t.json", TENSORS);
     (dir, a, b, t)
 }
@@ -56,8 +64,28 @@ fn s(p: &Path) -> &str {
 #[test]
 fn the_issue_s_interface() {
     let (_dir, a, b, t) = setup("interface");
-    let whole = plan(&["--from", s(&a), "--to", s(&b), "--tensors", s(&t), "--gpus-per-node", "4", "--nodes-per-domain", "2"]);
-    for key in ["transfers", "bytes", "local_bytes", "cross_node_bytes", "cross_domain_bytes", "max_send_bytes", "max_recv_bytes", "messages"] {
+    let whole = plan(&[
+        "--from",
+        s(&a),
+        "--to",
+        s(&b),
+        "--tensors",
+        s(&t),
+        "--gpus-per-node",
+        "4",
+        "--nodes-per-domain",
+        "2",
+    ]);
+    for key in [
+        "transfers",
+        "bytes",
+        "local_bytes",
+        "cross_node_bytes",
+        "cross_domain_bytes",
+        "max_send_bytes",
+        "max_recv_bytes",
+        "messages",
+    ] {
         assert!(whole.get(key).is_some(), "{key}");
     }
     let transfers = whole["transfers"].as_array().unwrap();
@@ -79,7 +107,20 @@ fn the_issue_s_interface() {
     // Rank 9 (tp 1 of 4): l0.qkv's 144 rows in 12 segments of 12 (tp 4 x
     // stride 3), tp rank 1 holding segments 1, 5, 9: rows 12-24, 60-72,
     // 108-120 (Megatron's partition_stride).
-    let one = plan(&["--from", s(&a), "--to", s(&b), "--tensors", s(&t), "--gpus-per-node", "4", "--nodes-per-domain", "2", "--rank", "9"]);
+    let one = plan(&[
+        "--from",
+        s(&a),
+        "--to",
+        s(&b),
+        "--tensors",
+        s(&t),
+        "--gpus-per-node",
+        "4",
+        "--nodes-per-domain",
+        "2",
+        "--rank",
+        "9",
+    ]);
     let qkv: Vec<Value> = one["transfers"]
         .as_array()
         .unwrap()
@@ -87,9 +128,21 @@ fn the_issue_s_interface() {
         .filter(|x| x["tensor"] == "l0.qkv" && x["dst"] == 9)
         .map(|x| x["box"][0].clone())
         .collect();
-    assert_eq!(qkv, [serde_json::json!([12, 24]), serde_json::json!([60, 72]), serde_json::json!([108, 120])]);
+    assert_eq!(
+        qkv,
+        [
+            serde_json::json!([12, 24]),
+            serde_json::json!([60, 72]),
+            serde_json::json!([108, 120])
+        ]
+    );
     // R's rows of the whole plan, the same ids.
-    let mine: BTreeSet<u64> = one["transfers"].as_array().unwrap().iter().map(|x| x["id"].as_u64().unwrap()).collect();
+    let mine: BTreeSet<u64> = one["transfers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["id"].as_u64().unwrap())
+        .collect();
     let rows: BTreeSet<u64> = transfers
         .iter()
         .filter(|x| x["src"] == 9 || x["dst"] == 9)
@@ -98,7 +151,17 @@ fn the_issue_s_interface() {
     assert_eq!(mine, rows);
     assert_eq!(one["rank"], 9);
     // The text format prints the cost.
-    let text = stdout_args(&["reshard", "--from", s(&a), "--to", s(&b), "--tensors", s(&t), "--rank", "0"]);
+    let text = stdout_args(&[
+        "reshard",
+        "--from",
+        s(&a),
+        "--to",
+        s(&b),
+        "--tensors",
+        s(&t),
+        "--rank",
+        "0",
+    ]);
     assert!(text.contains("max_send_bytes"), "{text}");
 }
 
@@ -109,7 +172,13 @@ fn the_same_layout_copies_locally() {
     let p = plan(&["--from", s(&a), "--to", s(&a), "--tensors", s(&t)]);
     assert_eq!(p["bytes"], 0);
     assert_eq!(p["messages"], 0);
-    assert!(p["transfers"].as_array().unwrap().iter().all(|x| x["src"] == x["dst"]));
+    assert!(
+        p["transfers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|x| x["src"] == x["dst"])
+    );
 }
 
 /// A refit planned from Megatron-LM's model arguments: training tp 2 pp 2
@@ -117,17 +186,55 @@ fn the_same_layout_copies_locally() {
 #[test]
 fn a_refit_from_megatron_arguments() {
     let dir = temp_dir("model-args");
-    let a = file(&dir, "train.json", r#"{"tensor_model_parallel_size": 2, "pipeline_model_parallel_size": 2, "world_size": 4}"#);
+    let a = file(
+        &dir,
+        "train.json",
+        r#"{"tensor_model_parallel_size": 2, "pipeline_model_parallel_size": 2, "world_size": 4}"#,
+    );
     let b = file(&dir, "infer.json", r#"{"world_size": 2, "rank_offset": 4}"#);
     let args = "--num-layers 4 --hidden-size 64 --num-attention-heads 4 --vocab-size 1000 --max-position-embeddings 32 --swiglu --disable-bias-linear";
-    let p = plan(&["--from", s(&a), "--to", s(&b), "--model-args", args, "--from-layers", "--decoder-first-pipeline-num-layers 1"]);
-    let names: BTreeSet<&str> = p["transfers"].as_array().unwrap().iter().map(|x| x["tensor"].as_str().unwrap()).collect();
-    assert!(names.contains("decoder.layers.3.mlp.linear_fc1.weight"), "{names:?}");
+    let p = plan(&[
+        "--from",
+        s(&a),
+        "--to",
+        s(&b),
+        "--model-args",
+        args,
+        "--from-layers",
+        "--decoder-first-pipeline-num-layers 1",
+    ]);
+    let names: BTreeSet<&str> = p["transfers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["tensor"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains("decoder.layers.3.mlp.linear_fc1.weight"),
+        "{names:?}"
+    );
     assert!(names.contains("embedding.word_embeddings.weight"));
-    assert!(!names.iter().any(|n| n.ends_with("linear_proj.bias")), "--disable-bias-linear");
+    assert!(
+        !names.iter().any(|n| n.ends_with("linear_proj.bias")),
+        "--disable-bias-linear"
+    );
     // Layer 0 is alone on stage 0 (ranks 0, 1): its fc1 comes from there.
-    assert!(p["transfers"].as_array().unwrap().iter().filter(|x| x["tensor"] == "decoder.layers.0.mlp.linear_fc1.weight").all(|x| x["src"].as_u64().unwrap() < 2));
-    assert!(p["transfers"].as_array().unwrap().iter().filter(|x| x["tensor"] == "decoder.layers.1.mlp.linear_fc1.weight").all(|x| x["src"].as_u64().unwrap() >= 2));
+    assert!(
+        p["transfers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|x| x["tensor"] == "decoder.layers.0.mlp.linear_fc1.weight")
+            .all(|x| x["src"].as_u64().unwrap() < 2)
+    );
+    assert!(
+        p["transfers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|x| x["tensor"] == "decoder.layers.1.mlp.linear_fc1.weight")
+            .all(|x| x["src"].as_u64().unwrap() >= 2)
+    );
 }
 
 /// After a failure: the re-layout of --from, then a reshard onto it.
@@ -135,7 +242,16 @@ fn a_refit_from_megatron_arguments() {
 fn after_a_failure() {
     let (dir, _a, _b, t) = setup("failure");
     let a = file(&dir, "dense.json", r#"{"tp": 2, "pp": 2, "world_size": 8}"#);
-    let p = plan(&["--from", s(&a), "--tensors", s(&t), "--failed-ranks", "5", "--policy", "drop-replica"]);
+    let p = plan(&[
+        "--from",
+        s(&a),
+        "--tensors",
+        s(&t),
+        "--failed-ranks",
+        "5",
+        "--policy",
+        "drop-replica",
+    ]);
     let transfers = p["transfers"].as_array().unwrap();
     assert!(!transfers.is_empty());
     assert!(transfers.iter().all(|x| x["src"] != 5 && x["dst"] != 5));
@@ -148,21 +264,91 @@ fn after_a_failure() {
 fn bad_input_is_named() {
     let (dir, a, b, t) = setup("errors");
     let run = |to: &Path, tensors: &Path, extra: &[&str], needle: &str| {
-        let mut args = vec!["reshard", "--from", s(&a), "--to", s(to), "--tensors", s(tensors)];
+        let mut args = vec![
+            "reshard",
+            "--from",
+            s(&a),
+            "--to",
+            s(to),
+            "--tensors",
+            s(tensors),
+        ];
         args.extend_from_slice(extra);
         fails_with_args(&args, needle);
     };
     let tp3 = file(&dir, "tp3.json", r#"{"tp": 3, "world_size": 3}"#);
-    run(&tp3, &t, &[], "tensor kv: dim 1 (8) is not divisible by 3 (tp 3) on the to side");
-    let strided = file(&dir, "strided.json", r#"{"num_layers": 4, "tensors": [{"name": "q", "shape": [12, 4], "tp_dim": 0, "tp_stride": 3}]}"#);
-    run(&tp3, &strided, &[], "tensor q: dim 0 (12) is not divisible by 9 (tp 3 x stride 3) on the to side");
+    run(
+        &tp3,
+        &t,
+        &[],
+        "tensor kv: dim 1 (8) is not divisible by 3 (tp 3) on the to side",
+    );
+    let strided = file(
+        &dir,
+        "strided.json",
+        r#"{"num_layers": 4, "tensors": [{"name": "q", "shape": [12, 4], "tp_dim": 0, "tp_stride": 3}]}"#,
+    );
+    run(
+        &tp3,
+        &strided,
+        &[],
+        "tensor q: dim 0 (12) is not divisible by 9 (tp 3 x stride 3) on the to side",
+    );
     let pp3 = file(&dir, "pp3.json", r#"{"pp": 3, "world_size": 3}"#);
-    run(&pp3, &t, &[], "num_layers (4) is not divisible by pp = 3 for the even split");
+    run(
+        &pp3,
+        &t,
+        &[],
+        "num_layers (4) is not divisible by pp = 3 for the even split",
+    );
     let bad = |name: &str, text: &str| file(&dir, name, text);
-    run(&b, &bad("layer.json", r#"{"num_layers": 4, "tensors": [{"name": "x", "shape": [4], "layer": 4}]}"#), &[], "tensor x: layer 4 is out of range (the model has 4 layers)");
-    run(&b, &bad("expert.json", r#"{"num_layers": 4, "num_experts": 8, "tensors": [{"name": "x", "shape": [4], "expert": 9}]}"#), &[], "tensor x: expert 9 is out of range (the model has 8 experts)");
-    run(&b, &bad("zero.json", r#"{"num_layers": 4, "tensors": [{"name": "x", "shape": [4, 0]}]}"#), &[], "tensor x: dim 1 has size 0");
-    run(&b, &bad("missing.json", r#"{"num_layers": 4, "tensors": [{"name": "x"}]}"#), &[], "tensors[0] (x): missing key \"shape\"");
+    run(
+        &b,
+        &bad(
+            "layer.json",
+            r#"{"num_layers": 4, "tensors": [{"name": "x", "shape": [4], "layer": 4}]}"#,
+        ),
+        &[],
+        "tensor x: layer 4 is out of range (the model has 4 layers)",
+    );
+    run(
+        &b,
+        &bad(
+            "expert.json",
+            r#"{"num_layers": 4, "num_experts": 8, "tensors": [{"name": "x", "shape": [4], "expert": 9}]}"#,
+        ),
+        &[],
+        "tensor x: expert 9 is out of range (the model has 8 experts)",
+    );
+    run(
+        &b,
+        &bad(
+            "zero.json",
+            r#"{"num_layers": 4, "tensors": [{"name": "x", "shape": [4, 0]}]}"#,
+        ),
+        &[],
+        "tensor x: dim 1 has size 0",
+    );
+    run(
+        &b,
+        &bad(
+            "missing.json",
+            r#"{"num_layers": 4, "tensors": [{"name": "x"}]}"#,
+        ),
+        &[],
+        "tensors[0] (x): missing key \"shape\"",
+    );
     run(&b, &t, &["--rank", "99"], "process 99 is in neither layout");
-    fails_with_args(&["reshard", "--from", s(&a), "--to", s(&b), "--model-args", "--hidden-size 8"], "model argument num_layers: missing");
+    fails_with_args(
+        &[
+            "reshard",
+            "--from",
+            s(&a),
+            "--to",
+            s(&b),
+            "--model-args",
+            "--hidden-size 8",
+        ],
+        "model argument num_layers: missing",
+    );
 }

@@ -883,7 +883,10 @@ impl MegatronArgs {
     /// The value of model argument `name` (its name or flag), if given.
     pub fn model_value(&self, name: &str) -> Option<&MegatronValue> {
         let arg = MegatronArg::find(name)?;
-        self.model.iter().find(|(a, _)| a.name == arg.name).map(|(_, v)| v)
+        self.model
+            .iter()
+            .find(|(a, _)| a.name == arg.name)
+            .map(|(_, v)| v)
     }
 
     /// The shell variables a pasted command line

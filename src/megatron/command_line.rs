@@ -458,9 +458,14 @@ impl MegatronArgs {
 /// says so; otherwise the inline value or the next word (not a flag), an
 /// integer when it reads as one, else text. Nothing is refused here: a
 /// model argument is judged by what reads it.
-fn model_value(arg: &MegatronArg, inline: Option<&str>, next: Option<&String>) -> Option<MegatronValue> {
+fn model_value(
+    arg: &MegatronArg,
+    inline: Option<&str>,
+    next: Option<&String>,
+) -> Option<MegatronValue> {
     if arg.takes == ArgType::Flag {
-        let on = inline.is_none_or(|v| !matches!(v.to_ascii_lowercase().as_str(), "false" | "0" | "no"));
+        let on =
+            inline.is_none_or(|v| !matches!(v.to_ascii_lowercase().as_str(), "false" | "0" | "no"));
         let inverted = arg.flag.trim_start_matches('-').replace('-', "_") != arg.name;
         return Some(MegatronValue::Bool(on != inverted));
     }

@@ -172,8 +172,6 @@ impl DimSplit {
         Ok(self)
     }
 
-
-
     /// The number of windows.
     pub fn windows(&self) -> u64 {
         match &self.windows {
@@ -181,7 +179,6 @@ impl DimSplit {
             Windows::Listed { local, .. } => local.len() as u64,
         }
     }
-
 
     fn part_len(&self, part: u64) -> u64 {
         match self.part_len.get(part as usize) {
@@ -303,7 +300,8 @@ mod tests {
         let runs = s.runs(0, 0);
         let got: Vec<(u64, u64, u64)> = runs.iter().map(|r| (r.lo, r.hi, r.local)).collect();
         assert_eq!(got, [(0, 2, 0), (4, 6, 2), (8, 10, 4)]);
-        let got: Vec<(u64, u64, u64)> = s.runs(1, 0).iter().map(|r| (r.lo, r.hi, r.local)).collect();
+        let got: Vec<(u64, u64, u64)> =
+            s.runs(1, 0).iter().map(|r| (r.lo, r.hi, r.local)).collect();
         assert_eq!(got, [(2, 4, 0), (6, 8, 2), (10, 12, 4)]);
         assert!(DimSplit::strided(12, 5, 2).is_err());
     }
@@ -315,10 +313,12 @@ mod tests {
         assert!(s.clone().with_cuts(3).is_err());
         let s = s.with_cuts(2).unwrap();
         // Part 0 holds rows 0,1,4,5; cut 1 is its local 2..4 = rows 4,5.
-        let got: Vec<(u64, u64, u64)> = s.runs(0, 1).iter().map(|r| (r.lo, r.hi, r.local)).collect();
+        let got: Vec<(u64, u64, u64)> =
+            s.runs(0, 1).iter().map(|r| (r.lo, r.hi, r.local)).collect();
         assert_eq!(got, [(4, 6, 0)]);
         let p = all(&s, 0, 8);
-        let parts: Vec<(u64, u64, u64, u64)> = p.iter().map(|x| (x.part, x.cut, x.lo, x.hi)).collect();
+        let parts: Vec<(u64, u64, u64, u64)> =
+            p.iter().map(|x| (x.part, x.cut, x.lo, x.hi)).collect();
         assert_eq!(
             parts,
             [(0, 0, 0, 2), (1, 0, 2, 4), (0, 1, 4, 6), (1, 1, 6, 8)]
@@ -327,7 +327,10 @@ mod tests {
 
     #[test]
     fn pieces_cover_a_range_once() {
-        let s = DimSplit::blocks(&[6, 4, 2], 2).unwrap().with_cuts(1).unwrap();
+        let s = DimSplit::blocks(&[6, 4, 2], 2)
+            .unwrap()
+            .with_cuts(1)
+            .unwrap();
         for lo in 0..12 {
             for hi in lo + 1..=12 {
                 let p = all(&s, lo, hi);
@@ -350,7 +353,8 @@ mod tests {
     fn chunks_of_layers() {
         // 8 layers on 2 stages with 2 virtual chunks each: [2, 2, 2, 2].
         let s = DimSplit::chunks(&[2, 2, 2, 2], 2);
-        let got: Vec<(u64, u64, u64)> = s.runs(1, 0).iter().map(|r| (r.lo, r.hi, r.local)).collect();
+        let got: Vec<(u64, u64, u64)> =
+            s.runs(1, 0).iter().map(|r| (r.lo, r.hi, r.local)).collect();
         assert_eq!(got, [(2, 4, 0), (6, 8, 2)]);
         // An empty chunk holds nothing.
         let s = DimSplit::chunks(&[3, 0, 1, 4], 2);

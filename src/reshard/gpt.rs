@@ -262,13 +262,13 @@ impl GptModel {
                 None => Ok(p),
             };
         }
-        let multiple = self
-            .make_vocab_size_divisible_by
-            .checked_mul(lcm)
-            .ok_or(Error::ModelArgument {
-                name: "make_vocab_size_divisible_by",
-                problem: "times the tps passes 64 bits".to_string(),
-            })?;
+        let multiple =
+            self.make_vocab_size_divisible_by
+                .checked_mul(lcm)
+                .ok_or(Error::ModelArgument {
+                    name: "make_vocab_size_divisible_by",
+                    problem: "times the tps passes 64 bits".to_string(),
+                })?;
         Ok(self.vocab_size.div_ceil(multiple).saturating_mul(multiple))
     }
 
@@ -318,10 +318,22 @@ impl GptModel {
                 ts.push(new(format!("{name}{sep}bias"), vec![len]).layer(layer));
             }
         };
-        let embedding_at = if self.untie_embeddings { LayerRef::First } else { LayerRef::Ends };
-        ts.push(new("embedding.word_embeddings.weight".into(), vec![vocab, h]).layer(embedding_at).tp(0).gtp());
+        let embedding_at = if self.untie_embeddings {
+            LayerRef::First
+        } else {
+            LayerRef::Ends
+        };
+        ts.push(
+            new("embedding.word_embeddings.weight".into(), vec![vocab, h])
+                .layer(embedding_at)
+                .tp(0)
+                .gtp(),
+        );
         if let Some(rows) = self.position_embeddings {
-            ts.push(new("embedding.position_embeddings.weight".into(), vec![rows, h]).layer(LayerRef::First));
+            ts.push(
+                new("embedding.position_embeddings.weight".into(), vec![rows, h])
+                    .layer(LayerRef::First),
+            );
         }
         let fc1_rows = |size: u64| if self.swiglu { size * 2 } else { size };
         let stride = if self.swiglu { 2 } else { 1 };
@@ -329,56 +341,153 @@ impl GptModel {
             let at = LayerRef::Layer(i);
             let p = format!("decoder.layers.{i}.");
             let qkv = (self.num_attention_heads + 2 * self.num_query_groups) * self.kv_channels;
-            norm(&mut ts, &format!("{p}self_attention.linear_qkv.layer_norm"), true, at, h);
-            ts.push(new(format!("{p}self_attention.linear_qkv.weight"), vec![qkv, h]).layer(at).tp(0).gtp());
+            norm(
+                &mut ts,
+                &format!("{p}self_attention.linear_qkv.layer_norm"),
+                true,
+                at,
+                h,
+            );
+            ts.push(
+                new(format!("{p}self_attention.linear_qkv.weight"), vec![qkv, h])
+                    .layer(at)
+                    .tp(0)
+                    .gtp(),
+            );
             if self.add_bias_linear || self.add_qkv_bias {
-                ts.push(new(format!("{p}self_attention.linear_qkv.bias"), vec![qkv]).layer(at).tp(0));
+                ts.push(
+                    new(format!("{p}self_attention.linear_qkv.bias"), vec![qkv])
+                        .layer(at)
+                        .tp(0),
+                );
             }
             if self.qk_layernorm {
-                norm(&mut ts, &format!("{p}self_attention.q_layernorm"), false, at, self.kv_channels);
-                norm(&mut ts, &format!("{p}self_attention.k_layernorm"), false, at, self.kv_channels);
+                norm(
+                    &mut ts,
+                    &format!("{p}self_attention.q_layernorm"),
+                    false,
+                    at,
+                    self.kv_channels,
+                );
+                norm(
+                    &mut ts,
+                    &format!("{p}self_attention.k_layernorm"),
+                    false,
+                    at,
+                    self.kv_channels,
+                );
             }
             let proj_cols = self.num_attention_heads * self.kv_channels;
-            ts.push(new(format!("{p}self_attention.linear_proj.weight"), vec![h, proj_cols]).layer(at).tp(1).gtp());
+            ts.push(
+                new(
+                    format!("{p}self_attention.linear_proj.weight"),
+                    vec![h, proj_cols],
+                )
+                .layer(at)
+                .tp(1)
+                .gtp(),
+            );
             if self.add_bias_linear {
                 ts.push(new(format!("{p}self_attention.linear_proj.bias"), vec![h]).layer(at));
             }
             if self.num_experts == 0 {
                 let f = self.ffn_hidden_size;
-                norm(&mut ts, &format!("{p}mlp.linear_fc1.layer_norm"), true, at, h);
-                ts.push(new(format!("{p}mlp.linear_fc1.weight"), vec![fc1_rows(f), h]).layer(at).tp_stride(0, stride).gtp());
+                norm(
+                    &mut ts,
+                    &format!("{p}mlp.linear_fc1.layer_norm"),
+                    true,
+                    at,
+                    h,
+                );
+                ts.push(
+                    new(format!("{p}mlp.linear_fc1.weight"), vec![fc1_rows(f), h])
+                        .layer(at)
+                        .tp_stride(0, stride)
+                        .gtp(),
+                );
                 if self.add_bias_linear {
-                    ts.push(new(format!("{p}mlp.linear_fc1.bias"), vec![fc1_rows(f)]).layer(at).tp_stride(0, stride));
+                    ts.push(
+                        new(format!("{p}mlp.linear_fc1.bias"), vec![fc1_rows(f)])
+                            .layer(at)
+                            .tp_stride(0, stride),
+                    );
                 }
-                ts.push(new(format!("{p}mlp.linear_fc2.weight"), vec![h, f]).layer(at).tp(1).gtp());
+                ts.push(
+                    new(format!("{p}mlp.linear_fc2.weight"), vec![h, f])
+                        .layer(at)
+                        .tp(1)
+                        .gtp(),
+                );
                 if self.add_bias_linear {
                     ts.push(new(format!("{p}mlp.linear_fc2.bias"), vec![h]).layer(at));
                 }
                 continue;
             }
             norm(&mut ts, &format!("{p}pre_mlp_layernorm"), false, at, h);
-            ts.push(new(format!("{p}mlp.router.weight"), vec![u64::from(self.num_experts), h]).layer(at));
+            ts.push(
+                new(
+                    format!("{p}mlp.router.weight"),
+                    vec![u64::from(self.num_experts), h],
+                )
+                .layer(at),
+            );
             let f = self.moe_ffn_hidden_size;
             for e in 0..self.num_experts {
                 let x = format!("{p}mlp.experts.");
-                ts.push(new(format!("{x}linear_fc1.weight{e}"), vec![fc1_rows(f), h]).layer(at).expert(e).tp_stride(0, stride).gtp());
+                ts.push(
+                    new(format!("{x}linear_fc1.weight{e}"), vec![fc1_rows(f), h])
+                        .layer(at)
+                        .expert(e)
+                        .tp_stride(0, stride)
+                        .gtp(),
+                );
                 if self.add_bias_linear {
-                    ts.push(new(format!("{x}linear_fc1.bias{e}"), vec![fc1_rows(f)]).layer(at).expert(e).tp_stride(0, stride));
+                    ts.push(
+                        new(format!("{x}linear_fc1.bias{e}"), vec![fc1_rows(f)])
+                            .layer(at)
+                            .expert(e)
+                            .tp_stride(0, stride),
+                    );
                 }
-                ts.push(new(format!("{x}linear_fc2.weight{e}"), vec![h, f]).layer(at).expert(e).tp(1).gtp());
+                ts.push(
+                    new(format!("{x}linear_fc2.weight{e}"), vec![h, f])
+                        .layer(at)
+                        .expert(e)
+                        .tp(1)
+                        .gtp(),
+                );
                 if self.add_bias_linear {
-                    ts.push(new(format!("{x}linear_fc2.bias{e}"), vec![h]).layer(at).expert(e));
+                    ts.push(
+                        new(format!("{x}linear_fc2.bias{e}"), vec![h])
+                            .layer(at)
+                            .expert(e),
+                    );
                 }
             }
             if let Some(s) = self.shared_expert_size {
                 let x = format!("{p}mlp.shared_experts.");
-                ts.push(new(format!("{x}linear_fc1.weight"), vec![fc1_rows(s), h]).layer(at).tp_stride(0, stride).gtp());
-                ts.push(new(format!("{x}linear_fc2.weight"), vec![h, s]).layer(at).tp(1).gtp());
+                ts.push(
+                    new(format!("{x}linear_fc1.weight"), vec![fc1_rows(s), h])
+                        .layer(at)
+                        .tp_stride(0, stride)
+                        .gtp(),
+                );
+                ts.push(
+                    new(format!("{x}linear_fc2.weight"), vec![h, s])
+                        .layer(at)
+                        .tp(1)
+                        .gtp(),
+                );
             }
         }
         norm(&mut ts, "decoder.final_layernorm", false, LayerRef::Last, h);
         if self.untie_embeddings {
-            ts.push(new("output_layer.weight".into(), vec![vocab, h]).layer(LayerRef::Last).tp(0).gtp());
+            ts.push(
+                new("output_layer.weight".into(), vec![vocab, h])
+                    .layer(LayerRef::Last)
+                    .tp(0)
+                    .gtp(),
+            );
         }
         Model::new(self.num_layers, self.num_experts, ts)
     }

@@ -58,7 +58,11 @@ struct Keys<'a> {
 
 impl Keys<'_> {
     fn fail(&self, key: &str, expected: &str, got: &Value) -> Error {
-        bad(format!("{}: key {key:?} must be {expected}, got {}", self.at, found(got)))
+        bad(format!(
+            "{}: key {key:?} must be {expected}, got {}",
+            self.at,
+            found(got)
+        ))
     }
 
     fn int(&self, key: &str, min: u64, max: u64) -> Result<Option<u64>> {
@@ -81,7 +85,10 @@ impl Keys<'_> {
             None => Ok(None),
             Some(v) => {
                 let list = v.as_array().and_then(|items| {
-                    items.iter().map(|x| x.as_u64().filter(|n| *n >= 1)).collect::<Option<Vec<u64>>>()
+                    items
+                        .iter()
+                        .map(|x| x.as_u64().filter(|n| *n >= 1))
+                        .collect::<Option<Vec<u64>>>()
                 });
                 match list {
                     Some(list) if !list.is_empty() => Ok(Some(list)),
@@ -110,7 +117,12 @@ fn tensor(i: usize, v: &Value) -> Result<Tensor> {
         .ok_or_else(|| bad(format!("tensors[{i}] must be a table, got {}", found(v))))?;
     let name = match map.get("name") {
         Some(Value::String(s)) if !s.is_empty() => s.clone(),
-        Some(other) => return Err(bad(format!("tensors[{i}]: key \"name\" must be a non-empty string, got {}", found(other)))),
+        Some(other) => {
+            return Err(bad(format!(
+                "tensors[{i}]: key \"name\" must be a non-empty string, got {}",
+                found(other)
+            )));
+        }
         None => return Err(bad(format!("tensors[{i}]: missing key \"name\""))),
     };
     let k = Keys {
@@ -122,7 +134,12 @@ fn tensor(i: usize, v: &Value) -> Result<Tensor> {
         None => return Err(bad(format!("{}: missing key \"shape\"", k.at))),
         Some(v) => v
             .as_array()
-            .and_then(|items| items.iter().map(Value::as_u64).collect::<Option<Vec<u64>>>())
+            .and_then(|items| {
+                items
+                    .iter()
+                    .map(Value::as_u64)
+                    .collect::<Option<Vec<u64>>>()
+            })
             .ok_or_else(|| k.fail("shape", "a list of integers", v))?,
     };
     let mut t = Tensor::new(name, shape);
@@ -137,7 +154,13 @@ fn tensor(i: usize, v: &Value) -> Result<Tensor> {
             "last" => LayerRef::Last,
             "ends" => LayerRef::Ends,
             "every" => LayerRef::Every,
-            _ => return Err(k.fail("layer", "a layer number, \"first\", \"last\", \"ends\" or \"every\"", &Value::String(s.clone()))),
+            _ => {
+                return Err(k.fail(
+                    "layer",
+                    "a layer number, \"first\", \"last\", \"ends\" or \"every\"",
+                    &Value::String(s.clone()),
+                ));
+            }
         },
         Some(_) => LayerRef::Layer(k.int("layer", 0, u64::from(u32::MAX))?.unwrap_or(0) as u32),
     };
@@ -145,18 +168,27 @@ fn tensor(i: usize, v: &Value) -> Result<Tensor> {
     let sizes = k.ints("tp_sizes")?;
     match (k.dim("tp_dim")?, stride, sizes) {
         (Some(_), Some(_), Some(_)) => {
-            return Err(bad(format!("{}: give tp_stride or tp_sizes, not both", k.at)));
+            return Err(bad(format!(
+                "{}: give tp_stride or tp_sizes, not both",
+                k.at
+            )));
         }
         (Some(dim), _, Some(sizes)) => t = t.tp_blocks(dim, sizes),
         (Some(dim), stride, None) => t = t.tp_stride(dim, stride.unwrap_or(1)),
         (None, Some(_), _) | (None, _, Some(_)) => {
-            return Err(bad(format!("{}: tp_stride and tp_sizes need a tp_dim", k.at)));
+            return Err(bad(format!(
+                "{}: tp_stride and tp_sizes need a tp_dim",
+                k.at
+            )));
         }
         (None, None, None) => {}
     }
     match (k.int("expert", 0, u64::from(u32::MAX))?, k.dim("ep_dim")?) {
         (Some(_), Some(_)) => {
-            return Err(bad(format!("{}: give expert (one expert's tensor) or ep_dim (every expert's), not both", k.at)));
+            return Err(bad(format!(
+                "{}: give expert (one expert's tensor) or ep_dim (every expert's), not both",
+                k.at
+            )));
         }
         // Bounded by u32::MAX just above.
         (Some(e), None) => t.expert = Some(ExpertRef::One(e as u32)),
@@ -199,9 +231,12 @@ impl Model {
     /// `ep_dim`; then every error of [`Model::new`].
     pub fn from_json(text: &str) -> Result<Model> {
         let doc: Value = serde_json::from_str(text).map_err(|e| bad(format!("not JSON: {e}")))?;
-        let map = doc
-            .as_object()
-            .ok_or_else(|| bad(format!("expected a table with num_layers and tensors, got {}", found(&doc))))?;
+        let map = doc.as_object().ok_or_else(|| {
+            bad(format!(
+                "expected a table with num_layers and tensors, got {}",
+                found(&doc)
+            ))
+        })?;
         let k = Keys {
             map,
             at: "the file".to_string(),

@@ -126,7 +126,10 @@ impl LayerSplit {
     /// than 1,048,576 characters once repeated, or an embedding or loss
     /// out of place.
     pub fn parse_megatron_layout(text: &str) -> Result<LayerSplit> {
-        let problem = |p: String| Error::LayerSplit { side: "", problem: p };
+        let problem = |p: String| Error::LayerSplit {
+            side: "",
+            problem: p,
+        };
         let expanded = unroll(&text.replace(',', "")).map_err(problem)?;
         let stages: Vec<&str> = expanded.split('|').collect();
         let mut chunks = Vec::with_capacity(stages.len());
@@ -176,7 +179,12 @@ impl LayerSplit {
         self.resolve_on("", num_layers, pp)
     }
 
-    pub(crate) fn resolve_on(&self, side: &'static str, num_layers: u32, pp: u32) -> Result<LayerMap> {
+    pub(crate) fn resolve_on(
+        &self,
+        side: &'static str,
+        num_layers: u32,
+        pp: u32,
+    ) -> Result<LayerMap> {
         let fail = |problem: String| Error::LayerSplit { side, problem };
         if pp == 0 {
             return Err(fail("pp must be at least 1".into()));
@@ -226,9 +234,12 @@ impl LayerSplit {
                 ));
             }
             let given = u64::from(self.first.unwrap_or(0)) + u64::from(self.last.unwrap_or(0));
-            let middle_stages = stages - u64::from(self.first.is_some()) - u64::from(self.last.is_some());
+            let middle_stages =
+                stages - u64::from(self.first.is_some()) - u64::from(self.last.is_some());
             let middle = l.checked_sub(given).ok_or_else(|| {
-                format!("the first and last stages' layers ({given}) exceed num_layers ({num_layers})")
+                format!(
+                    "the first and last stages' layers ({given}) exceed num_layers ({num_layers})"
+                )
             })?;
             let per = if middle_stages > 0 {
                 if middle % middle_stages != 0 {
@@ -277,17 +288,23 @@ impl LayerSplit {
         }
         if self.embedding_counts {
             if let Some(c) = chunks.first_mut() {
-                *c = c.checked_sub(1).ok_or("the first chunk has no room for the embedding")?;
+                *c = c
+                    .checked_sub(1)
+                    .ok_or("the first chunk has no room for the embedding")?;
             }
         }
         if self.loss_counts {
             if let Some(c) = chunks.last_mut() {
-                *c = c.checked_sub(1).ok_or("the last chunk has no room for the loss")?;
+                *c = c
+                    .checked_sub(1)
+                    .ok_or("the last chunk has no room for the loss")?;
             }
         }
         chunks
             .into_iter()
-            .map(|c| u32::try_from(c).map_err(|_| "a chunk holds more than 2^32 layers".to_string()))
+            .map(|c| {
+                u32::try_from(c).map_err(|_| "a chunk holds more than 2^32 layers".to_string())
+            })
             .collect()
     }
 }
@@ -411,7 +428,10 @@ impl LayerMap {
             return None;
         }
         // starts[0] = 0 <= layer; the chunk is the last starting at or before it.
-        let chunk = self.starts.partition_point(|s| *s <= layer).checked_sub(1)?;
+        let chunk = self
+            .starts
+            .partition_point(|s| *s <= layer)
+            .checked_sub(1)?;
         u32::try_from(chunk % self.pp.max(1) as usize).ok()
     }
 
@@ -438,7 +458,12 @@ mod tests {
     fn uneven_with_virtual_stages_follows_megatron_s_offsets() {
         // First 2, last 2, 12 layers, pp 4, vp 2: the middle 8 over 2
         // stages = 4 each; per chunk: 1, 2, 2, 1.
-        let map = LayerSplit::even().first(2).last(2).virtual_stages(2).resolve(12, 4).unwrap();
+        let map = LayerSplit::even()
+            .first(2)
+            .last(2)
+            .virtual_stages(2)
+            .resolve(12, 4)
+            .unwrap();
         assert_eq!(map.chunks(), &[1, 2, 2, 1, 1, 2, 2, 1]);
         // get_transformer_layer_offset(pp_rank 2, vp_stage 1) = 1 * 6 + 1 + 1 * (4 // 2) = 9.
         assert_eq!(map.windows(2), vec![(3, 5), (9, 11)]);
@@ -447,7 +472,11 @@ mod tests {
     #[test]
     fn embedding_and_loss_counted() {
         // 6 layers + embedding + loss = 8 over 4 stages: 1, 2, 2, 1.
-        let map = LayerSplit::even().embedding_counts().loss_counts().resolve(6, 4).unwrap();
+        let map = LayerSplit::even()
+            .embedding_counts()
+            .loss_counts()
+            .resolve(6, 4)
+            .unwrap();
         assert_eq!(map.chunks(), &[1, 2, 2, 1]);
     }
 

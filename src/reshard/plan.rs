@@ -26,6 +26,10 @@ use crate::reshard::sharding::{Coords, Geometry, Holding, Key, Sharding};
 use crate::reshard::side::Side;
 use crate::reshard::transfer::{RankPlan, Shard, Tier, Transfer};
 
+/// The destinations of one piece that took it from a source, each with
+/// the tier of its rule.
+type Receivers = Rc<Vec<(u32, Tier)>>;
+
 /// One side, resolved.
 #[derive(Debug, Clone)]
 struct Resolved {
@@ -157,9 +161,13 @@ impl Reshard {
                 })?;
         }
         let processes = from.side.process_end().max(to.side.process_end());
-        total.checked_mul(processes).ok_or_else(|| Error::Overflow {
-            what: format!("the model's {total} elements times {processes} processes (the transfer ids)"),
-        })?;
+        total
+            .checked_mul(processes)
+            .ok_or_else(|| Error::Overflow {
+                what: format!(
+                    "the model's {total} elements times {processes} processes (the transfer ids)"
+                ),
+            })?;
         let mut plan = Reshard {
             model,
             from,
@@ -234,7 +242,11 @@ impl Reshard {
             indexes.dedup();
             if indexes.len() as u64 >= holding.replicas(g).len() {
                 return Err(Error::NoSurvivingHolder {
-                    tensor: self.model.tensor(*t).map(|t| t.name.clone()).unwrap_or_default(),
+                    tensor: self
+                        .model
+                        .tensor(*t)
+                        .map(|t| t.name.clone())
+                        .unwrap_or_default(),
                     shard: holding.describe(),
                 });
             }
@@ -421,8 +433,12 @@ impl Reshard {
                 let lens: ArrayVec<usize, MAX_DIMS> = pieces.iter().map(Vec::len).collect();
                 for_each_index(&lens, |idx| {
                     let mut key = Key::default();
-                    let (mut lo, mut hi, mut so, mut dof) =
-                        (Point::default(), Point::default(), Point::default(), Point::default());
+                    let (mut lo, mut hi, mut so, mut dof) = (
+                        Point::default(),
+                        Point::default(),
+                        Point::default(),
+                        Point::default(),
+                    );
                     for (d, (&i, run)) in idx.iter().zip(dst_box).enumerate() {
                         let Some(p) = pieces.get(d).and_then(|l| l.get(i)) else {
                             continue;
@@ -466,7 +482,7 @@ impl Reshard {
         let gs = &self.from.geometry;
         let cs = ctx.coords(Which::From, self.from.layout(), rank)?;
         let mut pieces: ArrayVec<Vec<Piece>, MAX_DIMS> = ArrayVec::new();
-        let mut receivers: Vec<(Key, Rc<Vec<(u32, Tier)>>)> = Vec::new();
+        let mut receivers: Vec<(Key, Receivers)> = Vec::new();
         for (t, (src, dst)) in self.from.tensors.iter().zip(&self.to.tensors).enumerate() {
             let t = t as u32; // below 2^32, checked when the model was made
             let Some(k) = src.key_of(gs, &cs) else {
@@ -486,8 +502,12 @@ impl Reshard {
                 let lens: ArrayVec<usize, MAX_DIMS> = pieces.iter().map(Vec::len).collect();
                 for_each_index(&lens, |idx| {
                     let mut key = Key::default();
-                    let (mut lo, mut hi, mut so, mut dof) =
-                        (Point::default(), Point::default(), Point::default(), Point::default());
+                    let (mut lo, mut hi, mut so, mut dof) = (
+                        Point::default(),
+                        Point::default(),
+                        Point::default(),
+                        Point::default(),
+                    );
                     for (d, (&i, run)) in idx.iter().zip(src_box).enumerate() {
                         let Some(p) = pieces.get(d).and_then(|l| l.get(i)) else {
                             continue;
@@ -649,7 +669,10 @@ impl Reshard {
     }
 
     fn shardings(&self, t: u32) -> Result<(&Sharding, &Sharding)> {
-        match (self.from.tensors.get(t as usize), self.to.tensors.get(t as usize)) {
+        match (
+            self.from.tensors.get(t as usize),
+            self.to.tensors.get(t as usize),
+        ) {
             (Some(s), Some(d)) => Ok((s, d)),
             _ => Err(Error::BadTensor {
                 tensor: t.to_string(),
@@ -761,7 +784,14 @@ fn pick(holders: &[u32], dests: &[u32], x: u32, rot: u64) -> u32 {
 }
 
 /// The destinations of `dests` whose pick is holder `pos` of `holders`.
-fn chosen_by(dests: &[u32], holders: usize, pos: usize, rot: u64, tier: Tier, out: &mut Vec<(u32, Tier)>) {
+fn chosen_by(
+    dests: &[u32],
+    holders: usize,
+    pos: usize,
+    rot: u64,
+    tier: Tier,
+    out: &mut Vec<(u32, Tier)>,
+) {
     let n = holders.max(1) as u64;
     for (i, d) in dests.iter().enumerate() {
         if (i as u64).wrapping_add(rot) % n == pos as u64 {
@@ -785,10 +815,7 @@ fn nth_alive(a: u64, dead: &[u64]) -> u64 {
 
 /// Calls `f` with every box of a shard: one run per dim, first dim
 /// slowest.
-fn for_each_box(
-    runs: &[Vec<Run>],
-    mut f: impl FnMut(&[Run]) -> Result<()>,
-) -> Result<()> {
+fn for_each_box(runs: &[Vec<Run>], mut f: impl FnMut(&[Run]) -> Result<()>) -> Result<()> {
     let lens: ArrayVec<usize, MAX_DIMS> = runs.iter().map(Vec::len).collect();
     let mut boxed: ArrayVec<Run, MAX_DIMS> = ArrayVec::new();
     for_each_index(&lens, |idx| {
@@ -831,10 +858,16 @@ fn for_each_index(lens: &[usize], mut f: impl FnMut(&[usize]) -> Result<()>) -> 
 
 /// What `process` holds of `tensor` on side `side`.
 fn shard(side: &Resolved, model: &Model, process: u32, tensor: u32) -> Result<Option<Shard>> {
-    let sharding = side.tensors.get(tensor as usize).ok_or_else(|| Error::BadTensor {
-        tensor: tensor.to_string(),
-        problem: format!("no tensor numbered {tensor} in the model ({} tensors)", model.tensors().len()),
-    })?;
+    let sharding = side
+        .tensors
+        .get(tensor as usize)
+        .ok_or_else(|| Error::BadTensor {
+            tensor: tensor.to_string(),
+            problem: format!(
+                "no tensor numbered {tensor} in the model ({} tensors)",
+                model.tensors().len()
+            ),
+        })?;
     let Some(rank) = side.live_rank(process) else {
         return Ok(None);
     };

@@ -56,7 +56,9 @@ impl Geometry {
         if layout.has_encoder() {
             return Err(Error::ReshardLayout {
                 side,
-                problem: "an encoder + decoder layout: reshard a decoder's (or a single grid's) tensors".into(),
+                problem:
+                    "an encoder + decoder layout: reshard a decoder's (or a single grid's) tensors"
+                        .into(),
             });
         }
         let s = layout.sizes();
@@ -222,10 +224,28 @@ impl Replicas {
         let mut weight = 1u64;
         for &(axis, size) in &self.axes {
             let v = match axis {
-                Free::Tp => if e { c.etp } else { c.tp },
-                Free::Gtp => if e { c.egtp } else { c.gtp },
+                Free::Tp => {
+                    if e {
+                        c.etp
+                    } else {
+                        c.tp
+                    }
+                }
+                Free::Gtp => {
+                    if e {
+                        c.egtp
+                    } else {
+                        c.gtp
+                    }
+                }
                 Free::Cp => c.cp,
-                Free::Data => if e { c.edp } else { c.dp },
+                Free::Data => {
+                    if e {
+                        c.edp
+                    } else {
+                        c.dp
+                    }
+                }
                 Free::Instance => {
                     let shards = g.dist_opt_shards(e).max(1);
                     (g.dist_opt_position(c, e) / shards) as u32
@@ -367,7 +387,11 @@ impl Holding {
         if self.expert {
             parts.push(format!("ep {}", self.ep));
         }
-        let (tp, gtp) = if self.expert { ("etp", "egtp_remat") } else { ("tp", "gtp_remat") };
+        let (tp, gtp) = if self.expert {
+            ("etp", "egtp_remat")
+        } else {
+            ("tp", "gtp_remat")
+        };
         if let Some(v) = self.tp {
             parts.push(format!("{tp} {v}"));
         }
@@ -442,7 +466,9 @@ impl Sharding {
                 StageRule::Split
             }
             (None, LayerRef::Every) => StageRule::Fixed(Stages::Any),
-            (None, LayerRef::Layer(l)) => StageRule::Fixed(Stages::One(map.stage_of(l).unwrap_or(0))),
+            (None, LayerRef::Layer(l)) => {
+                StageRule::Fixed(Stages::One(map.stage_of(l).unwrap_or(0)))
+            }
             (None, LayerRef::First) => StageRule::Fixed(Stages::One(0)),
             (None, LayerRef::Last) => StageRule::Fixed(Stages::One(last)),
             (None, LayerRef::Ends) if g.pp > 1 => StageRule::Fixed(Stages::Ends),
@@ -481,14 +507,16 @@ impl Sharding {
         let tp_dim = t.tp.as_ref().map(|s| s.dim);
         if let Some(tp) = &t.tp {
             let split = match &tp.blocks {
-                Blocks::Stride(s) => DimSplit::strided(len(tp.dim), *s, u64::from(tp_n)).map_err(|e| {
-                    let what = if *s == 1 {
-                        format!("{tp_name} {tp_n}")
-                    } else {
-                        format!("{tp_name} {tp_n} x stride {s}")
-                    };
-                    not_divisible(tp.dim, e, what)
-                })?,
+                Blocks::Stride(s) => {
+                    DimSplit::strided(len(tp.dim), *s, u64::from(tp_n)).map_err(|e| {
+                        let what = if *s == 1 {
+                            format!("{tp_name} {tp_n}")
+                        } else {
+                            format!("{tp_name} {tp_n} x stride {s}")
+                        };
+                        not_divisible(tp.dim, e, what)
+                    })?
+                }
                 Blocks::Sizes(sizes) => DimSplit::blocks(sizes, u64::from(tp_n)).map_err(|e| {
                     not_divisible(tp.dim, e, format!("{tp_name} {tp_n}, a block of tp_sizes"))
                 })?,
@@ -499,11 +527,17 @@ impl Sharding {
         let dps_n = g.dist_opt_shards(expert);
         let dps_dim = t.dp_dim;
         for (dim, split) in dims.iter_mut().enumerate() {
-            let g_cut = if gtp_dim == Some(dim) { u64::from(gtp_n) } else { 1 };
+            let g_cut = if gtp_dim == Some(dim) {
+                u64::from(gtp_n)
+            } else {
+                1
+            };
             let d_cut = if dps_dim == Some(dim) { dps_n } else { 1 };
             if g_cut * d_cut > 1 {
                 let what = match (g_cut > 1, d_cut > 1) {
-                    (true, true) => format!("{gtp_name} {g_cut} x the distributed optimizer's {d_cut} shards"),
+                    (true, true) => {
+                        format!("{gtp_name} {g_cut} x the distributed optimizer's {d_cut} shards")
+                    }
                     (true, false) => format!("{gtp_name} {g_cut}"),
                     _ => format!("the distributed optimizer's {d_cut} shards"),
                 };
@@ -559,7 +593,11 @@ impl Sharding {
             }
             EpRule::Split => key.ep = c.ep,
         }
-        let (tp, gtp) = if self.expert { (c.etp, c.egtp) } else { (c.tp, c.gtp) };
+        let (tp, gtp) = if self.expert {
+            (c.etp, c.egtp)
+        } else {
+            (c.tp, c.gtp)
+        };
         if self.tp_dim.is_some() {
             key.tp = tp;
         }

@@ -10,8 +10,8 @@ mod groups;
 mod place;
 mod rank;
 mod relayout;
-pub(crate) mod reshard;
 mod render;
+mod reshard;
 mod suggest;
 
 use crate::args::{Cli, Command};

@@ -4,12 +4,12 @@
 
 use std::fmt::Write as _;
 use std::io::{self, BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use clap::{Args, FromArgMatches};
 use rank_layout::machine::NodePlan;
 use rank_layout::megatron::MegatronArgs;
-use rank_layout::relayout::{self, Failure as Lost, Policy, RelayoutOptions, parse_rank_list};
+use rank_layout::relayout::{self, Failure as Lost, RelayoutOptions, parse_rank_list};
 use rank_layout::reshard::{
     Cost, CostTally, GptModel, LayerSplit, Locality, Model, Reshard, Side, Transfer,
 };
@@ -17,71 +17,10 @@ use rank_layout::{Layout, Topology};
 use rank_layout_cli::hosts_file;
 use serde_json::{Value, json};
 
-use crate::args::{Format, SetupArgs};
+use crate::args::{Format, ReshardArgs, SetupArgs};
 use crate::error::{Failure, Outcome};
 use crate::input::Input;
 use crate::target::Target;
-use crate::values::{policy, whole_u32};
-
-/// What `reshard --help` adds.
-pub const HELP: &str = "The layouts are files with the keys of --config (tp, cp, ep, etp, pp, dp, world_size, \
-rank_offset, order, ..., or Megatron-LM's names); rank r of a layout is process r, so layouts at different \
-rank_offsets are disjoint and at the same collocated. The model is a --tensors file (JSON: num_layers, \
-num_experts, tensors with name, shape, element_bytes, layer, tp_dim, tp_stride or tp_sizes, expert or ep_dim, \
-pp_dim, gtp, dp_dim) or Megatron-LM's model arguments (--model-args). --from-layers and --to-layers take \
-Megatron-LM's layer arguments for one side (--decoder-first-pipeline-num-layers N, \
---decoder-last-pipeline-num-layers N, --num-virtual-stages-per-pipeline-rank V, \
---pipeline-model-parallel-layout L, ...); default: those of --model-args, else the even split. \
-After a failure: --failed-ranks and --policy plan the re-layout of --from and reshard onto its new layout \
-(no --to).";
-
-/// The flags of `reshard`.
-#[derive(Debug, Args)]
-pub struct ReshardArgs {
-    /// The layout the tensors are in (a file with the keys of --config).
-    #[arg(long, value_name = "FILE")]
-    pub from: PathBuf,
-    /// The layout they go to.
-    #[arg(long, value_name = "FILE", required_unless_present = "failed_ranks")]
-    pub to: Option<PathBuf>,
-    /// The model's tensors (JSON).
-    #[arg(long, value_name = "FILE", required_unless_present = "model_args", conflicts_with = "model_args")]
-    pub tensors: Option<PathBuf>,
-    /// The model as Megatron-LM's arguments (a GPT or MoE: --num-layers,
-    /// --hidden-size, --num-attention-heads, --vocab-size, ...), pasted.
-    #[arg(long = "model-args", value_name = "TEXT", allow_hyphen_values = true)]
-    pub model_args: Option<String>,
-    /// Megatron-LM's layer arguments of the --from side.
-    #[arg(long = "from-layers", value_name = "TEXT", allow_hyphen_values = true)]
-    pub from_layers: Option<String>,
-    /// Megatron-LM's layer arguments of the --to side.
-    #[arg(long = "to-layers", value_name = "TEXT", allow_hyphen_values = true)]
-    pub to_layers: Option<String>,
-    /// GPUs (processes) per node.
-    #[arg(long = "gpus-per-node", value_name = "N", default_value_t = 8, value_parser = whole_u32)]
-    pub gpus_per_node: u32,
-    /// Nodes per NVLink domain (default: none; a node is its own).
-    #[arg(long = "nodes-per-domain", value_name = "M", value_parser = whole_u32)]
-    pub nodes_per_domain: Option<u32>,
-    /// A host table (plain text): process p runs on the host of logical
-    /// node p / --gpus-per-node, the table's hosts in order; its domains
-    /// are the hosts'.
-    #[arg(long, value_name = "FILE", conflicts_with = "nodes_per_domain")]
-    pub hosts: Option<PathBuf>,
-    /// Only this process's transfers (the same ids), and their cost.
-    #[arg(long, value_name = "R", value_parser = whole_u32)]
-    pub rank: Option<u32>,
-    /// The ranks of --from that failed (`200-203,517`): reshard onto the
-    /// re-layout's new layout.
-    #[arg(long = "failed-ranks", value_name = "LIST", requires = "policy", conflicts_with = "to")]
-    pub failed_ranks: Option<String>,
-    /// The re-layout policy after --failed-ranks.
-    #[arg(long, value_name = "POLICY", value_parser = policy, requires = "failed_ranks")]
-    pub policy: Option<Policy>,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    pub format: Format,
-}
 
 /// Runs `reshard`.
 ///
@@ -162,11 +101,16 @@ fn layout(path: &Path, flag: &str) -> Result<Layout, Failure> {
 
 /// The model (from --tensors or --model-args) and the layer split the
 /// model's arguments give.
-fn model(args: &ReshardArgs, from: &Layout, to: Option<&Path>) -> Result<(Model, LayerSplit), Failure> {
+fn model(
+    args: &ReshardArgs,
+    from: &Layout,
+    to: Option<&Path>,
+) -> Result<(Model, LayerSplit), Failure> {
     if let Some(path) = &args.tensors {
         let text = std::fs::read_to_string(path)
             .map_err(|e| Failure::Message(format!("--tensors {}: {e}", path.display())))?;
-        let model = Model::from_json(&text).map_err(|e| Failure::Message(format!("--tensors {}: {e}", path.display())))?;
+        let model = Model::from_json(&text)
+            .map_err(|e| Failure::Message(format!("--tensors {}: {e}", path.display())))?;
         return Ok((model, LayerSplit::even()));
     }
     let text = args.model_args.as_deref().unwrap_or("");
@@ -201,7 +145,10 @@ fn locality(args: &ReshardArgs, from: &Side, to: &Side) -> Result<Locality, Fail
 
 /// One transfer as JSON.
 fn transfer_json(plan: &Reshard, t: &Transfer) -> Value {
-    let name = plan.model().tensor(t.tensor).map_or("", |x| x.name.as_str());
+    let name = plan
+        .model()
+        .tensor(t.tensor)
+        .map_or("", |x| x.name.as_str());
     let region: Vec<[u64; 2]> = (0..t.region.dims())
         .filter_map(|d| t.region.range(d).map(|(lo, hi)| [lo, hi]))
         .collect();
@@ -251,7 +198,8 @@ fn write(
                 if i > 0 {
                     out.write_all(b", ")?;
                 }
-                serde_json::to_writer(&mut out, &transfer_json(plan, &t)).map_err(io::Error::from)?;
+                serde_json::to_writer(&mut out, &transfer_json(plan, &t))
+                    .map_err(io::Error::from)?;
             }
             out.write_all(b"]")?;
             if let Some(r) = rank {
@@ -275,15 +223,28 @@ fn write(
                 rank.map_or(String::new(), |r| format!("; process {r}'s transfers"))
             )?;
             writeln!(out)?;
-            writeln!(out, "{:>12}  {:<40} {:>7} {:>7}  {:<6} {:>12}  box", "id", "tensor", "src", "dst", "tier", "bytes")?;
+            writeln!(
+                out,
+                "{:>12}  {:<40} {:>7} {:>7}  {:<6} {:>12}  box",
+                "id", "tensor", "src", "dst", "tier", "bytes"
+            )?;
             for t in transfers {
                 let t = t?;
                 tally.add(&t, locality);
-                let name = plan.model().tensor(t.tensor).map_or("", |x| x.name.as_str());
+                let name = plan
+                    .model()
+                    .tensor(t.tensor)
+                    .map_or("", |x| x.name.as_str());
                 writeln!(
                     out,
                     "{:>12}  {:<40} {:>7} {:>7}  {:<6} {:>12}  {}",
-                    t.id, name, t.src, t.dst, t.tier.name(), t.bytes, t.region
+                    t.id,
+                    name,
+                    t.src,
+                    t.dst,
+                    t.tier.name(),
+                    t.bytes,
+                    t.region
                 )?;
             }
             writeln!(out)?;
