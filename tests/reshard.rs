@@ -14,6 +14,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use proptest::prelude::*;
+use rank_layout::machine::{Hosts, NodePlan};
 use rank_layout::relayout::{Failure, Policy, RelayoutOptions, relayout};
 use rank_layout::reshard::{
     LayerRef, LayerSplit, Locality, Model, Region, Reshard, Shard, Side, Tensor, Tier, Transfer,
@@ -320,12 +321,32 @@ fn model() -> impl Strategy<Value = Model> {
     })
 }
 
+/// GPUs per node and nodes per domain, or a host table (hosts in random
+/// domains, some unknown, listed out of order).
 fn locality() -> impl Strategy<Value = Locality> {
-    (
+    let topology = (
         prop::sample::select(vec![1u32, 2, 4, 8]),
         prop::option::of(1u32..=3),
     )
-        .prop_map(|(g, m)| Locality::new(Topology::new(g, m).unwrap()))
+        .prop_map(|(g, m)| Locality::new(Topology::new(g, m).unwrap()));
+    let hosts = (
+        prop::sample::select(vec![2u32, 4]),
+        prop::collection::vec(0u8..4, 48..=48),
+    )
+        .prop_map(|(g, domains)| {
+            let text: String = domains
+                .iter()
+                .enumerate()
+                .map(|(i, d)| match d {
+                    3 => format!("h{:02} - {g}\n", 47 - i),
+                    d => format!("h{:02} d{d} {g}\n", 47 - i),
+                })
+                .collect();
+            let hosts = Hosts::parse_plain(&text).unwrap();
+            let plan = NodePlan::plain(g * domains.len() as u32, &hosts, g).unwrap();
+            Locality::hosts(&plan, &hosts)
+        });
+    prop_oneof![3 => topology, 1 => hosts]
 }
 
 /// Whether an error is one a valid random input may meet (a dim a side
@@ -641,4 +662,71 @@ fn plan_values_are_send_and_sync() {
     both::<Side>();
     both::<Transfer>();
     both::<rank_layout::reshard::RankPlan>();
+}
+
+/// Issue 31's prefill-to-decode KV handoff as a reshard: a KV cache
+/// `[layers, kv heads, 2, 16]` with `pp_dim` 0 and `tp_dim` 1, from a
+/// prefill shard (tp 2, pp 2, ep 2 over dp 2: two replicas of each
+/// attention shard) to a decode shard (tp 4, pp 1). Each decode rank
+/// receives exactly megatron-core 0.19.2's `KVShardLayout.layer_range()
+/// x head_range()` (the even split: layers `pp_rank * L/pp ..`, heads
+/// `tp_rank * H/tp ..`), each piece from a rank whose own ranges hold it;
+/// where `plan_kv_reshard` takes every attention shard from its
+/// smallest-rank replica, both replicas send here.
+#[test]
+fn kv_handoff_gets_megatron_s_ranges_from_both_replicas() {
+    let (layers, heads) = (8u64, 8u64);
+    let model = Model::new(
+        8,
+        0,
+        vec![Tensor::new("kv", [layers, heads, 2, 16]).pp_dim(0).tp(1)],
+    )
+    .unwrap();
+    let prefill = Layout::new(&Config::new().tp(2).pp(2).ep(2).world_size(8)).unwrap();
+    let decode = Layout::new(&Config::new().tp(4).world_size(4).rank_offset(8)).unwrap();
+    let locality = Locality::new(Topology::new(4, None).unwrap());
+    let plan = Reshard::new(
+        model,
+        Side::new(prefill.clone()),
+        Side::new(decode.clone()),
+        locality,
+    )
+    .unwrap();
+    // KVShardLayout's ranges.
+    let range = |layout: &Layout, rank: u32| {
+        let p = layout.placement(rank).unwrap();
+        let (tp, pp) = (u64::from(layout.sizes().tp), u64::from(layout.sizes().pp));
+        let (tr, pr) = (u64::from(p.coord.tp), u64::from(p.coord.pp));
+        (
+            (pr * layers / pp, (pr + 1) * layers / pp),
+            (tr * heads / tp, (tr + 1) * heads / tp),
+        )
+    };
+    let mut senders = BTreeSet::new();
+    for d in 8..12 {
+        let (want_layers, want_heads) = range(&decode, d);
+        let recvs = plan.plan_of(d).unwrap().recvs;
+        let elements: u64 = recvs.iter().map(|t| t.region.numel()).sum();
+        assert_eq!(
+            elements,
+            (want_layers.1 - want_layers.0) * (want_heads.1 - want_heads.0) * 2 * 16
+        );
+        for t in &recvs {
+            let (l, h) = (t.region.range(0).unwrap(), t.region.range(1).unwrap());
+            assert!(
+                want_layers.0 <= l.0
+                    && l.1 <= want_layers.1
+                    && want_heads.0 <= h.0
+                    && h.1 <= want_heads.1
+            );
+            let (sl, sh) = range(&prefill, t.src);
+            assert!(
+                sl.0 <= l.0 && l.1 <= sl.1 && sh.0 <= h.0 && h.1 <= sh.1,
+                "{t:?}"
+            );
+            senders.insert(t.src);
+        }
+    }
+    // Every prefill rank sends: both replicas of each (tp, pp) shard.
+    assert_eq!(senders, (0..8).collect::<BTreeSet<u32>>());
 }

@@ -565,7 +565,7 @@ impl Reshard {
         if self.holds(ctx, &hs, x)? {
             return Ok((x, Tier::Local));
         }
-        let rot = u64::from(t).wrapping_add(dst.linear(j));
+        let rot = u64::from(t).wrapping_add(dst.number(j));
         if let Some(node) = self.locality.node_of(x) {
             let holders = self.node_holders(ctx, &hs, node)?;
             if !holders.is_empty() {
@@ -611,7 +611,7 @@ impl Reshard {
         if self.dest_holds(ctx, &hd, x)? {
             out.push((x, Tier::Local));
         }
-        let rot = u64::from(t).wrapping_add(dst.linear(j));
+        let rot = u64::from(t).wrapping_add(dst.number(j));
         if let Some(node) = self.locality.node_of(x) {
             let holders = self.node_holders(ctx, &hs, node)?;
             if let Ok(pos) = holders.binary_search(&x) {

@@ -421,6 +421,9 @@ pub(crate) struct Sharding {
     gtp_dim: Option<usize>,
     dps_dim: Option<usize>,
     dps_n: u64,
+    /// The sizes of the split factors but the stage (1 for those not
+    /// split): ep, tp, weight shard, distributed-optimizer shard.
+    radix: [u64; 4],
     dims: ArrayVec<DimSplit, MAX_DIMS>,
 }
 
@@ -547,10 +550,18 @@ impl Sharding {
                     .map_err(|e| not_divisible(dim, e, format!("{what}, of a rank's part")))?;
             }
         }
+        let split = |yes: bool, n: u64| if yes { n } else { 1 };
+        let radix = [
+            split(ep == EpRule::Split, u64::from(g.ep)),
+            split(tp_dim.is_some(), u64::from(tp_n)),
+            split(gtp_dim.is_some(), u64::from(gtp_n)),
+            split(dps_dim.is_some(), dps_n.max(1)),
+        ];
         Ok(Sharding {
             expert,
             stage,
             ep,
+            radix,
             pp_dim: t.pp_dim,
             ep_dim,
             tp_dim,
@@ -697,13 +708,15 @@ impl Sharding {
             .collect()
     }
 
-    /// A number naming `key` among this sharding's keys, for rotating
-    /// among holders.
-    pub fn linear(&self, key: &Key) -> u64 {
-        let mut v = u64::from(key.stage);
-        v = v.wrapping_mul(1 << 16).wrapping_add(u64::from(key.ep));
-        v = v.wrapping_mul(1 << 16).wrapping_add(u64::from(key.tp));
-        v = v.wrapping_mul(1 << 8).wrapping_add(u64::from(key.gtp));
-        v.wrapping_mul(1 << 16).wrapping_add(u64::from(key.dps))
+    /// The number of shard `key` among this sharding's shards: its split
+    /// coordinates in mixed radix (stage slowest, then ep, tp, weight
+    /// shard, distributed-optimizer shard), for rotating among holders.
+    pub fn number(&self, key: &Key) -> u64 {
+        let [ep, tp, gtp, dps] = self.radix;
+        let mut n = u64::from(key.stage);
+        n = n.wrapping_mul(ep).wrapping_add(u64::from(key.ep));
+        n = n.wrapping_mul(tp).wrapping_add(u64::from(key.tp));
+        n = n.wrapping_mul(gtp).wrapping_add(u64::from(key.gtp));
+        n.wrapping_mul(dps).wrapping_add(u64::from(key.dps))
     }
 }
