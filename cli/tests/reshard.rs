@@ -64,7 +64,7 @@ fn s(p: &Path) -> &str {
 #[test]
 fn the_issue_s_interface() {
     let (_dir, a, b, t) = setup("interface");
-    let whole = plan(&[
+    let flags = [
         "--from",
         s(&a),
         "--to",
@@ -75,7 +75,8 @@ fn the_issue_s_interface() {
         "4",
         "--nodes-per-domain",
         "2",
-    ]);
+    ];
+    let whole = plan(&flags);
     for key in [
         "transfers",
         "bytes",
@@ -107,20 +108,7 @@ fn the_issue_s_interface() {
     // Rank 9 (tp 1 of 4): l0.qkv's 144 rows in 12 segments of 12 (tp 4 x
     // stride 3), tp rank 1 holding segments 1, 5, 9: rows 12-24, 60-72,
     // 108-120 (Megatron's partition_stride).
-    let one = plan(&[
-        "--from",
-        s(&a),
-        "--to",
-        s(&b),
-        "--tensors",
-        s(&t),
-        "--gpus-per-node",
-        "4",
-        "--nodes-per-domain",
-        "2",
-        "--rank",
-        "9",
-    ]);
+    let one = plan(&[&flags[..], &["--rank", "9"]].concat());
     let qkv: Vec<Value> = one["transfers"]
         .as_array()
         .unwrap()

@@ -25,6 +25,13 @@ enum Inner {
     },
 }
 
+/// A node or a domain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Scope {
+    Node(u64),
+    Domain(u64),
+}
+
 /// The node and NVLink domain of every process, which a reshard uses to
 /// take each piece from a holder near its destination.
 ///
@@ -144,8 +151,16 @@ impl Locality {
             || matches!((self.domain_of(a), self.domain_of(b)), (Some(x), Some(y)) if x == y)
     }
 
+    /// The processes of a node or a domain, ascending.
+    pub(crate) fn members(&self, scope: Scope) -> Vec<u32> {
+        match scope {
+            Scope::Node(n) => self.node_members(n),
+            Scope::Domain(d) => self.domain_members(d),
+        }
+    }
+
     /// The processes of `node`, ascending.
-    pub(crate) fn node_members(&self, node: u64) -> Vec<u32> {
+    fn node_members(&self, node: u64) -> Vec<u32> {
         match &self.inner {
             Inner::Topology(t) => range(node, u64::from(t.gpus_per_node())),
             Inner::Hosts {
@@ -160,7 +175,7 @@ impl Locality {
     }
 
     /// The processes of `domain`, ascending.
-    pub(crate) fn domain_members(&self, domain: u64) -> Vec<u32> {
+    fn domain_members(&self, domain: u64) -> Vec<u32> {
         match &self.inner {
             Inner::Topology(t) => match t.gpus_per_domain() {
                 Some(g) => range(domain, u64::from(g)),

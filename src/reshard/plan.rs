@@ -19,7 +19,7 @@ use crate::layout::Layout;
 use crate::reshard::cost::{Cost, CostTally};
 use crate::reshard::dims::{Piece, Run};
 use crate::reshard::layers::LayerMap;
-use crate::reshard::locality::Locality;
+use crate::reshard::locality::{Locality, Scope};
 use crate::reshard::model::Model;
 use crate::reshard::region::{MAX_DIMS, Point, Region};
 use crate::reshard::sharding::{Coords, Geometry, Holding, Key, Sharding};
@@ -405,6 +405,37 @@ impl Reshard {
             .map_or(1, |t| u64::from(t.element_bytes))
     }
 
+    /// The transfer of piece `c` of tensor `t` from `src` to `dst`; `c`
+    /// was cut from the destination's shard when `receiving`, else from
+    /// the source's.
+    fn transfer(
+        &self,
+        t: u32,
+        c: &Crossing,
+        src: u32,
+        dst: u32,
+        tier: Tier,
+        receiving: bool,
+    ) -> Transfer {
+        let region = Region::from_points(c.lo, c.hi);
+        let (src_offset, dst_offset) = if receiving {
+            (c.other, c.own)
+        } else {
+            (c.own, c.other)
+        };
+        Transfer {
+            id: self.id(t, &c.lo, dst),
+            tensor: t,
+            src,
+            dst,
+            region,
+            src_offset,
+            dst_offset,
+            bytes: region.numel().saturating_mul(self.element_bytes(t)),
+            tier,
+        }
+    }
+
     /// Every transfer `x` receives (local copies included).
     fn receive(&self, ctx: &mut Context, x: u32, out: &mut Vec<Transfer>) -> Result<()> {
         let Some(rank) = self.to.live_rank(x) else {
@@ -412,63 +443,24 @@ impl Reshard {
         };
         let gd = &self.to.geometry;
         let cd = ctx.coords(Which::To, self.to.layout(), rank)?;
-        let mut pieces: ArrayVec<Vec<Piece>, MAX_DIMS> = ArrayVec::new();
         let mut chosen: Vec<(Key, u32, Tier)> = Vec::new();
         for (t, (src, dst)) in self.from.tensors.iter().zip(&self.to.tensors).enumerate() {
             let t = t as u32; // below 2^32, checked when the model was made
             let Some(j) = dst.key_of(gd, &cd) else {
                 continue;
             };
-            let runs = dst.runs(&j);
             chosen.clear();
-            for_each_box(&runs, |dst_box| {
-                pieces.clear();
-                for (d, run) in dst_box.iter().enumerate() {
-                    let mut list = Vec::new();
-                    if let Some(split) = src.dims().get(d) {
-                        split.pieces(run.lo, run.hi, &mut list);
+            for_each_piece(&dst.runs(&j), src, |c| {
+                let (from, tier) = match chosen.iter().find(|(k, _, _)| *k == c.key) {
+                    Some((_, s, tier)) => (*s, *tier),
+                    None => {
+                        let (s, tier) = self.choose(ctx, t, &c.key, &j, x, &cd)?;
+                        chosen.push((c.key, s, tier));
+                        (s, tier)
                     }
-                    pieces.push(list);
-                }
-                let lens: ArrayVec<usize, MAX_DIMS> = pieces.iter().map(Vec::len).collect();
-                for_each_index(&lens, |idx| {
-                    let mut key = Key::default();
-                    let (mut lo, mut hi, mut so, mut dof) = (
-                        Point::default(),
-                        Point::default(),
-                        Point::default(),
-                        Point::default(),
-                    );
-                    for (d, (&i, run)) in idx.iter().zip(dst_box).enumerate() {
-                        let Some(p) = pieces.get(d).and_then(|l| l.get(i)) else {
-                            continue;
-                        };
-                        src.assemble(&mut key, d, p.part, p.cut);
-                        let _ = (lo.push(p.lo), hi.push(p.hi), so.push(p.local));
-                        let _ = dof.push(run.local + (p.lo - run.lo));
-                    }
-                    let (src_process, tier) = match chosen.iter().find(|(k, _, _)| *k == key) {
-                        Some((_, s, tier)) => (*s, *tier),
-                        None => {
-                            let (s, tier) = self.choose(ctx, t, &key, &j, x, &cd)?;
-                            chosen.push((key, s, tier));
-                            (s, tier)
-                        }
-                    };
-                    let region = Region::from_points(lo, hi);
-                    out.push(Transfer {
-                        id: self.id(t, &lo, x),
-                        tensor: t,
-                        src: src_process,
-                        dst: x,
-                        region,
-                        src_offset: so,
-                        dst_offset: dof,
-                        bytes: region.numel().saturating_mul(self.element_bytes(t)),
-                        tier,
-                    });
-                    Ok(())
-                })
+                };
+                out.push(self.transfer(t, c, from, x, tier, true));
+                Ok(())
             })?;
         }
         Ok(())
@@ -481,68 +473,27 @@ impl Reshard {
         };
         let gs = &self.from.geometry;
         let cs = ctx.coords(Which::From, self.from.layout(), rank)?;
-        let mut pieces: ArrayVec<Vec<Piece>, MAX_DIMS> = ArrayVec::new();
         let mut receivers: Vec<(Key, Receivers)> = Vec::new();
         for (t, (src, dst)) in self.from.tensors.iter().zip(&self.to.tensors).enumerate() {
             let t = t as u32; // below 2^32, checked when the model was made
             let Some(k) = src.key_of(gs, &cs) else {
                 continue;
             };
-            let runs = src.runs(&k);
             receivers.clear();
-            for_each_box(&runs, |src_box| {
-                pieces.clear();
-                for (d, run) in src_box.iter().enumerate() {
-                    let mut list = Vec::new();
-                    if let Some(split) = dst.dims().get(d) {
-                        split.pieces(run.lo, run.hi, &mut list);
+            for_each_piece(&src.runs(&k), dst, |c| {
+                let to = match receivers.iter().find(|(j, _)| *j == c.key) {
+                    Some((_, to)) => Rc::clone(to),
+                    None => {
+                        let to = Rc::new(self.receivers(ctx, t, &k, &c.key, x, &cs)?);
+                        receivers.push((c.key, Rc::clone(&to)));
+                        to
                     }
-                    pieces.push(list);
+                };
+                // A copy (`d == x`) is listed by the receiving side.
+                for &(d, tier) in to.iter().filter(|(d, _)| *d != x) {
+                    out.push(self.transfer(t, c, x, d, tier, false));
                 }
-                let lens: ArrayVec<usize, MAX_DIMS> = pieces.iter().map(Vec::len).collect();
-                for_each_index(&lens, |idx| {
-                    let mut key = Key::default();
-                    let (mut lo, mut hi, mut so, mut dof) = (
-                        Point::default(),
-                        Point::default(),
-                        Point::default(),
-                        Point::default(),
-                    );
-                    for (d, (&i, run)) in idx.iter().zip(src_box).enumerate() {
-                        let Some(p) = pieces.get(d).and_then(|l| l.get(i)) else {
-                            continue;
-                        };
-                        dst.assemble(&mut key, d, p.part, p.cut);
-                        let _ = (lo.push(p.lo), hi.push(p.hi), dof.push(p.local));
-                        let _ = so.push(run.local + (p.lo - run.lo));
-                    }
-                    let to = match receivers.iter().find(|(j, _)| *j == key) {
-                        Some((_, to)) => Rc::clone(to),
-                        None => {
-                            let to = Rc::new(self.receivers(ctx, t, &k, &key, x, &cs)?);
-                            receivers.push((key, Rc::clone(&to)));
-                            to
-                        }
-                    };
-                    let region = Region::from_points(lo, hi);
-                    for &(d, tier) in to.iter() {
-                        if d == x {
-                            continue; // the copy is listed by the receiving side
-                        }
-                        out.push(Transfer {
-                            id: self.id(t, &lo, d),
-                            tensor: t,
-                            src: x,
-                            dst: d,
-                            region,
-                            src_offset: so,
-                            dst_offset: dof,
-                            bytes: region.numel().saturating_mul(self.element_bytes(t)),
-                            tier,
-                        });
-                    }
-                    Ok(())
-                })
+                Ok(())
             })?;
         }
         Ok(())
@@ -567,14 +518,14 @@ impl Reshard {
         }
         let rot = u64::from(t).wrapping_add(dst.number(j));
         if let Some(node) = self.locality.node_of(x) {
-            let holders = self.node_holders(ctx, &hs, node)?;
+            let holders = self.holders(ctx, &hs, Scope::Node(node))?;
             if !holders.is_empty() {
                 let dests = self.dests(ctx, &hs, &hd, Scope::Node(node))?;
                 return Ok((pick(&holders, &dests, x, rot), Tier::Node));
             }
         }
         if let Some(domain) = self.locality.domain_of(x) {
-            let holders = self.domain_holders(ctx, &hs, domain)?;
+            let holders = self.holders(ctx, &hs, Scope::Domain(domain))?;
             if !holders.is_empty() {
                 let dests = self.dests(ctx, &hs, &hd, Scope::Domain(domain))?;
                 return Ok((pick(&holders, &dests, x, rot), Tier::Domain));
@@ -613,14 +564,14 @@ impl Reshard {
         }
         let rot = u64::from(t).wrapping_add(dst.number(j));
         if let Some(node) = self.locality.node_of(x) {
-            let holders = self.node_holders(ctx, &hs, node)?;
+            let holders = self.holders(ctx, &hs, Scope::Node(node))?;
             if let Ok(pos) = holders.binary_search(&x) {
                 let dests = self.dests(ctx, &hs, &hd, Scope::Node(node))?;
                 chosen_by(&dests, holders.len(), pos, rot, Tier::Node, &mut out);
             }
         }
         if let Some(domain) = self.locality.domain_of(x) {
-            let holders = self.domain_holders(ctx, &hs, domain)?;
+            let holders = self.holders(ctx, &hs, Scope::Domain(domain))?;
             if let Ok(pos) = holders.binary_search(&x) {
                 let dests = self.dests(ctx, &hs, &hd, Scope::Domain(domain))?;
                 chosen_by(&dests, holders.len(), pos, rot, Tier::Domain, &mut out);
@@ -656,12 +607,12 @@ impl Reshard {
             return Ok(Tier::Local);
         }
         if let Some(node) = self.locality.node_of(d) {
-            if !self.node_holders(ctx, hs, node)?.is_empty() {
+            if !self.holders(ctx, hs, Scope::Node(node))?.is_empty() {
                 return Ok(Tier::Node);
             }
         }
         if let Some(domain) = self.locality.domain_of(d) {
-            if !self.domain_holders(ctx, hs, domain)?.is_empty() {
+            if !self.holders(ctx, hs, Scope::Domain(domain))?.is_empty() {
                 return Ok(Tier::Domain);
             }
         }
@@ -699,37 +650,20 @@ impl Reshard {
         Ok(hd.holds(&self.to.geometry, &c))
     }
 
-    /// The live holders of `hs` on `node`, ascending.
-    fn node_holders(&self, ctx: &mut Context, hs: &Holding, node: u64) -> Result<Rc<Vec<u32>>> {
-        let key = (*hs, node);
-        if let Some(v) = ctx.node_holders.get(&key) {
+    /// The live holders of `hs` in `scope` (a node or a domain), ascending.
+    fn holders(&self, ctx: &mut Context, hs: &Holding, scope: Scope) -> Result<Rc<Vec<u32>>> {
+        let key = (*hs, scope);
+        if let Some(v) = ctx.holders.get(&key) {
             return Ok(Rc::clone(v));
         }
         let mut v = Vec::new();
-        for p in self.locality.node_members(node) {
+        for p in self.locality.members(scope) {
             if self.holds(ctx, hs, p)? {
                 v.push(p);
             }
         }
         let v = Rc::new(v);
-        ctx.node_holders.insert(key, Rc::clone(&v));
-        Ok(v)
-    }
-
-    /// The live holders of `hs` in `domain`, ascending.
-    fn domain_holders(&self, ctx: &mut Context, hs: &Holding, domain: u64) -> Result<Rc<Vec<u32>>> {
-        let key = (*hs, domain);
-        if let Some(v) = ctx.domain_holders.get(&key) {
-            return Ok(Rc::clone(v));
-        }
-        let mut v = Vec::new();
-        for p in self.locality.domain_members(domain) {
-            if self.holds(ctx, hs, p)? {
-                v.push(p);
-            }
-        }
-        let v = Rc::new(v);
-        ctx.domain_holders.insert(key, Rc::clone(&v));
+        ctx.holders.insert(key, Rc::clone(&v));
         Ok(v)
     }
 
@@ -747,18 +681,14 @@ impl Reshard {
         if let Some(v) = ctx.dests.get(&key) {
             return Ok(Rc::clone(v));
         }
-        let members = match scope {
-            Scope::Node(n) => self.locality.node_members(n),
-            Scope::Domain(d) => self.locality.domain_members(d),
-        };
         let mut v = Vec::new();
-        for p in members {
+        for p in self.locality.members(scope) {
             if !self.dest_holds(ctx, hd, p)? || self.holds(ctx, hs, p)? {
                 continue;
             }
             if let Scope::Domain(_) = scope {
                 if let Some(node) = self.locality.node_of(p) {
-                    if !self.node_holders(ctx, hs, node)?.is_empty() {
+                    if !self.holders(ctx, hs, Scope::Node(node))?.is_empty() {
                         continue;
                     }
                 }
@@ -811,6 +741,56 @@ fn nth_alive(a: u64, dead: &[u64]) -> u64 {
         }
     }
     index
+}
+
+/// A piece of one side's shard cut by the other side's shards: the other
+/// side's shard, the region, and where it starts in each shard.
+struct Crossing {
+    key: Key,
+    lo: Point,
+    hi: Point,
+    own: Point,
+    other: Point,
+}
+
+/// Calls `f` with every piece of the shard of `runs` cut by `other`'s
+/// shards: each box of the shard, and on each dim every part and cut of
+/// `other` it meets.
+fn for_each_piece(
+    runs: &[Vec<Run>],
+    other: &Sharding,
+    mut f: impl FnMut(&Crossing) -> Result<()>,
+) -> Result<()> {
+    let mut pieces: ArrayVec<Vec<Piece>, MAX_DIMS> = ArrayVec::new();
+    for_each_box(runs, |shard_box| {
+        pieces.clear();
+        for (d, run) in shard_box.iter().enumerate() {
+            let mut list = Vec::new();
+            if let Some(split) = other.dims().get(d) {
+                split.pieces(run.lo, run.hi, &mut list);
+            }
+            pieces.push(list);
+        }
+        let lens: ArrayVec<usize, MAX_DIMS> = pieces.iter().map(Vec::len).collect();
+        for_each_index(&lens, |idx| {
+            let mut c = Crossing {
+                key: Key::default(),
+                lo: Point::default(),
+                hi: Point::default(),
+                own: Point::default(),
+                other: Point::default(),
+            };
+            for (d, (&i, run)) in idx.iter().zip(shard_box).enumerate() {
+                let Some(p) = pieces.get(d).and_then(|l| l.get(i)) else {
+                    continue;
+                };
+                other.assemble(&mut c.key, d, p.part, p.cut);
+                let _ = (c.lo.push(p.lo), c.hi.push(p.hi), c.other.push(p.local));
+                let _ = c.own.push(run.local + (p.lo - run.lo));
+            }
+            f(&c)
+        })
+    })
 }
 
 /// Calls `f` with every box of a shard: one run per dim, first dim
@@ -899,20 +879,12 @@ enum Which {
     To,
 }
 
-/// A node or a domain.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum Scope {
-    Node(u64),
-    Domain(u64),
-}
-
 /// What one planning pass has computed: coordinates and, per node and
 /// domain, holders and destinations of the shards met.
 #[derive(Debug, Default)]
 struct Context {
     coords: FnvHashMap<(Which, u32), Coords>,
-    node_holders: FnvHashMap<(Holding, u64), Rc<Vec<u32>>>,
-    domain_holders: FnvHashMap<(Holding, u64), Rc<Vec<u32>>>,
+    holders: FnvHashMap<(Holding, Scope), Rc<Vec<u32>>>,
     dests: FnvHashMap<(Holding, Holding, Scope), Rc<Vec<u32>>>,
 }
 
