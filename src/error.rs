@@ -664,6 +664,134 @@ pub enum Error {
         /// What the parser said.
         message: String,
     },
+
+    /// A tensor's dim of size 0.
+    #[error("tensor {tensor}: dim {dim} has size 0 (every dim must be at least 1)")]
+    ZeroTensorDim {
+        /// The tensor's name.
+        tensor: String,
+        /// The dim.
+        dim: usize,
+    },
+
+    /// A tensor's description that cannot hold (a dim index past its
+    /// shape, two splits of one dim, too many dims, ...).
+    #[error("tensor {tensor}: {problem}")]
+    BadTensor {
+        /// The tensor's name.
+        tensor: String,
+        /// What is wrong, naming the values.
+        problem: String,
+    },
+
+    /// A tensor's dim that a side cannot cut into equal pieces.
+    #[error(
+        "tensor {tensor}: dim {dim} ({size}) is not divisible by {divisor} ({what}) on the {side} side"
+    )]
+    TensorNotDivisible {
+        /// The tensor's name.
+        tensor: String,
+        /// The dim.
+        dim: usize,
+        /// The length cut (the dim, a block of it, or a rank's part).
+        size: u64,
+        /// The number of pieces.
+        divisor: u64,
+        /// What cuts it (`tp 4`, `tp 4 x stride 2`, `gtp_remat 2`, ...).
+        what: String,
+        /// `from` or `to`.
+        side: &'static str,
+    },
+
+    /// A tensor's layer past the model's layers.
+    #[error("tensor {tensor}: layer {layer} is out of range (the model has {num_layers} layers)")]
+    LayerOutOfRange {
+        /// The tensor's name.
+        tensor: String,
+        /// The layer.
+        layer: u64,
+        /// The model's layers.
+        num_layers: u32,
+    },
+
+    /// A tensor's expert past the model's experts.
+    #[error(
+        "tensor {tensor}: expert {expert} is out of range (the model has {num_experts} experts)"
+    )]
+    ExpertOutOfRange {
+        /// The tensor's name.
+        tensor: String,
+        /// The expert.
+        expert: u64,
+        /// The model's experts.
+        num_experts: u32,
+    },
+
+    /// The layers cannot be placed on a side's pipeline stages as asked.
+    #[error("{problem}{}", if side.is_empty() { String::new() } else { format!(" on the {side} side") })]
+    LayerSplit {
+        /// `from` or `to` (empty: no side named).
+        side: &'static str,
+        /// What is wrong, naming the values (`num_layers (10) is not
+        /// divisible by pp = 4 for the even split`).
+        problem: String,
+    },
+
+    /// A layout a reshard cannot use.
+    #[error("the {side} layout: {problem}")]
+    ReshardLayout {
+        /// `from` or `to`.
+        side: &'static str,
+        /// Why.
+        problem: String,
+    },
+
+    /// A process in neither side of a reshard.
+    #[error("process {process} is in neither layout (from: {from}; to: {to})")]
+    NotInReshard {
+        /// The process (rank) asked about.
+        process: u64,
+        /// The `from` side's processes, as text.
+        from: String,
+        /// The `to` side's processes, as text.
+        to: String,
+    },
+
+    /// A source shard every holder of which is dead.
+    #[error("tensor {tensor}: no surviving process holds its source shard {shard}")]
+    NoSurvivingHolder {
+        /// The tensor's name.
+        tensor: String,
+        /// The shard (`tp 1, pp 0`).
+        shard: String,
+    },
+
+    /// The two sides of a reshard describe different models.
+    #[error("{what} differs between the sides: {from} (from) and {to} (to)")]
+    ModelMismatch {
+        /// What differs (`tensor embedding.word_embeddings.weight's shape`).
+        what: String,
+        /// The `from` side's value.
+        from: String,
+        /// The `to` side's value.
+        to: String,
+    },
+
+    /// A tensors file that does not read.
+    #[error("invalid tensors file: {message}")]
+    BadTensorsFile {
+        /// What is wrong, naming the key or the tensor.
+        message: String,
+    },
+
+    /// A model argument missing or of the wrong value.
+    #[error("model argument {name}: {problem}")]
+    ModelArgument {
+        /// The argument (`num_layers`).
+        name: &'static str,
+        /// What is wrong.
+        problem: String,
+    },
 }
 
 /// The crate's `Result`.

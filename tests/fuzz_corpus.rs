@@ -91,6 +91,11 @@ fn corpus_kubectl_nodes() {
     replay(CORPUS, "kubectl_nodes", entries::kubectl_nodes);
 }
 
+#[test]
+fn corpus_reshard_tensors() {
+    replay(CORPUS, "reshard_tensors", entries::reshard_tensors);
+}
+
 // Regression tests: one per bug the fuzzers found, with the minimized input.
 
 /// This test binary's allocator: the system's, counting the bytes the

@@ -67,6 +67,11 @@ pub enum Handling {
     /// it, but it does not change which ranks form a group: ignored.
     /// Listed to say so.
     NoGroupChange,
+    /// It shapes the model (its layers, sizes, vocabulary, which layers
+    /// each pipeline stage holds) and changes no group: kept apart
+    /// ([`MegatronArgs::model_args`]) for a reshard's model
+    /// ([`GptModel`](crate::reshard::GptModel)) and layer map.
+    Model,
 }
 
 /// Where an argument of [`MEGATRON_ARGS`] is defined.
@@ -328,35 +333,35 @@ pub const MEGATRON_ARGS: &[MegatronArg] = &[
         "model chunks per pipeline rank (the interleaved schedule): which layers a rank runs, not which ranks form a group; main computes it from the three arguments below",
         Source::Removed,
     ),
-    ignored(
+    model(
         "num_layers_per_virtual_pipeline_stage",
         "--num-layers-per-virtual-pipeline-stage",
         ArgType::Int,
         LAYERS_ONLY,
         Source::Main,
     ),
-    ignored(
+    model(
         "num_virtual_stages_per_pipeline_rank",
         "--num-virtual-stages-per-pipeline-rank",
         ArgType::Int,
         LAYERS_ONLY,
         Source::Main,
     ),
-    ignored(
+    model(
         "pipeline_model_parallel_layout",
         "--pipeline-model-parallel-layout",
         ArgType::Text,
         LAYERS_ONLY,
         Source::Main,
     ),
-    ignored(
+    model(
         "decoder_first_pipeline_num_layers",
         "--decoder-first-pipeline-num-layers",
         ArgType::Int,
         LAYERS_ONLY,
         Source::Main,
     ),
-    ignored(
+    model(
         "decoder_last_pipeline_num_layers",
         "--decoder-last-pipeline-num-layers",
         ArgType::Int,
@@ -412,6 +417,167 @@ pub const MEGATRON_ARGS: &[MegatronArg] = &[
         "no gloo copies of the data-parallel groups: the NCCL groups are the same",
         Source::Main,
     ),
+    model(
+        "num_layers",
+        "--num-layers",
+        ArgType::Int,
+        "the number of transformer layers",
+        Source::Main,
+    ),
+    model(
+        "hidden_size",
+        "--hidden-size",
+        ArgType::Int,
+        "the hidden size",
+        Source::Main,
+    ),
+    model(
+        "ffn_hidden_size",
+        "--ffn-hidden-size",
+        ArgType::Int,
+        "the MLP's hidden size; default 4 * hidden, with --swiglu int(8 * hidden / 3 / 64) * 64",
+        Source::Main,
+    ),
+    model(
+        "num_attention_heads",
+        "--num-attention-heads",
+        ArgType::Int,
+        "the attention heads",
+        Source::Main,
+    ),
+    model(
+        "group_query_attention",
+        "--group-query-attention",
+        ArgType::Flag,
+        "grouped-query attention: --num-query-groups applies",
+        Source::Main,
+    ),
+    model(
+        "num_query_groups",
+        "--num-query-groups",
+        ArgType::Int,
+        "the key-value heads with --group-query-attention (default: the heads)",
+        Source::Main,
+    ),
+    model(
+        "kv_channels",
+        "--kv-channels",
+        ArgType::Int,
+        "the channels per head (default hidden / heads)",
+        Source::Main,
+    ),
+    model(
+        "max_position_embeddings",
+        "--max-position-embeddings",
+        ArgType::Int,
+        "the learned position embedding's rows",
+        Source::Main,
+    ),
+    model(
+        "position_embedding_type",
+        "--position-embedding-type",
+        ArgType::Text,
+        "learned_absolute (the default: a position embedding), rope, mrope, relative or none",
+        Source::Main,
+    ),
+    model(
+        "normalization",
+        "--normalization",
+        ArgType::Text,
+        "LayerNorm (the default: weight and bias) or RMSNorm (weight)",
+        Source::Main,
+    ),
+    model(
+        "qk_layernorm",
+        "--qk-layernorm",
+        ArgType::Flag,
+        "norms of the queries and keys",
+        Source::Main,
+    ),
+    model(
+        "add_bias_linear",
+        "--disable-bias-linear",
+        ArgType::Flag,
+        "given: the linear layers have no bias",
+        Source::Main,
+    ),
+    model(
+        "add_qkv_bias",
+        "--add-qkv-bias",
+        ArgType::Flag,
+        "a bias on the QKV projection only",
+        Source::Main,
+    ),
+    model(
+        "swiglu",
+        "--swiglu",
+        ArgType::Flag,
+        "a gated MLP: fc1 holds [gate; up] (partition stride 2)",
+        Source::Main,
+    ),
+    model(
+        "untie_embeddings_and_output_weights",
+        "--untie-embeddings-and-output-weights",
+        ArgType::Flag,
+        "an output layer of its own (default: the word embedding, also on the last stage)",
+        Source::Main,
+    ),
+    model(
+        "vocab_size",
+        "--vocab-size",
+        ArgType::Int,
+        "the vocabulary, padded to a multiple of --make-vocab-size-divisible-by times tp",
+        Source::Main,
+    ),
+    model(
+        "padded_vocab_size",
+        "--padded-vocab-size",
+        ArgType::Int,
+        "the padded vocabulary, given",
+        Source::Main,
+    ),
+    model(
+        "make_vocab_size_divisible_by",
+        "--make-vocab-size-divisible-by",
+        ArgType::Int,
+        "the vocabulary's padding (default 128, times tp)",
+        Source::Main,
+    ),
+    model(
+        "num_experts",
+        "--num-experts",
+        ArgType::Int,
+        "the experts of every MoE layer (default: none)",
+        Source::Main,
+    ),
+    model(
+        "moe_ffn_hidden_size",
+        "--moe-ffn-hidden-size",
+        ArgType::Int,
+        "an expert's MLP hidden size (default --ffn-hidden-size)",
+        Source::Main,
+    ),
+    model(
+        "moe_shared_expert_intermediate_size",
+        "--moe-shared-expert-intermediate-size",
+        ArgType::Int,
+        "the shared experts' MLP hidden size (default: none)",
+        Source::Main,
+    ),
+    model(
+        "account_for_embedding_in_pipeline_split",
+        "--account-for-embedding-in-pipeline-split",
+        ArgType::Flag,
+        "the embedding counts as a layer of the first stage",
+        Source::Main,
+    ),
+    model(
+        "account_for_loss_in_pipeline_split",
+        "--account-for-loss-in-pipeline-split",
+        ArgType::Flag,
+        "the loss counts as a layer of the last stage",
+        Source::Main,
+    ),
 ];
 
 /// Why the RL inference sizes are refused.
@@ -454,6 +620,24 @@ const fn refused(
         takes,
         meaning: why,
         handling: Handling::Refused,
+        source,
+    }
+}
+
+const fn model(
+    name: &'static str,
+    flag: &'static str,
+    takes: ArgType,
+    meaning: &'static str,
+    source: Source,
+) -> MegatronArg {
+    MegatronArg {
+        name,
+        flag,
+        key: "",
+        takes,
+        meaning,
+        handling: Handling::Model,
         source,
     }
 }
@@ -542,6 +726,7 @@ impl MegatronArg {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MegatronArgs {
     given: Vec<(&'static MegatronArg, MegatronValue)>,
+    model: Vec<(&'static MegatronArg, MegatronValue)>,
     unexpanded: Vec<String>,
 }
 
@@ -620,6 +805,13 @@ impl MegatronArgs {
         };
         match arg.handling {
             Handling::Modelled => {}
+            Handling::Model => {
+                // Judged when the model is built: a launch script's
+                // `--num-layers $NL` must not stop a layout's reading.
+                self.model.retain(|(a, _)| a.name != arg.name);
+                self.model.push((arg, value));
+                return Ok(false);
+            }
             Handling::Refused if MegatronArg::is_off(&value) => return Ok(false),
             Handling::Refused => {
                 return Err(Error::UnmodelledArgument {
@@ -680,6 +872,21 @@ impl MegatronArgs {
     /// The arguments recorded, in the order given, with their values.
     pub fn given(&self) -> impl Iterator<Item = (&'static MegatronArg, &MegatronValue)> + '_ {
         self.given.iter().map(|(a, v)| (*a, v))
+    }
+
+    /// The model arguments recorded ([`Handling::Model`]), in the order
+    /// given, with their values as given (judged by what reads them).
+    pub fn model_args(&self) -> impl Iterator<Item = (&'static MegatronArg, &MegatronValue)> + '_ {
+        self.model.iter().map(|(a, v)| (*a, v))
+    }
+
+    /// The value of model argument `name` (its name or flag), if given.
+    pub fn model_value(&self, name: &str) -> Option<&MegatronValue> {
+        let arg = MegatronArg::find(name)?;
+        self.model
+            .iter()
+            .find(|(a, _)| a.name == arg.name)
+            .map(|(_, v)| v)
     }
 
     /// The shell variables a pasted command line
