@@ -57,6 +57,11 @@ fn corpus_megatron_args() {
 }
 
 #[test]
+fn corpus_inference_shards() {
+    replay(CORPUS, "inference_shards", entries::inference_shards);
+}
+
+#[test]
 fn corpus_modules_file() {
     replay(CORPUS, "modules_file", entries::modules_file);
 }

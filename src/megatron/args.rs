@@ -5,6 +5,7 @@ use std::fmt;
 
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::megatron::inference_shards::{InferenceShards, ShardMapping, ShardSpec};
 use crate::order::Order;
 
 /// The value of one Megatron-LM argument, as a command line, a JSON or TOML
@@ -72,6 +73,11 @@ pub enum Handling {
     /// ([`MegatronArgs::model_args`]) for a reshard's model
     /// ([`GptModel`](crate::reshard::GptModel)) and layer map.
     Model,
+    /// Read, but into layouts apart from the [`Config`]: `--inference-shards`
+    /// describes inference shards, each a layout of its own
+    /// ([`MegatronArgs::inference_shards`]); given, it makes
+    /// [`MegatronArgs::config`] an error.
+    Separate,
 }
 
 /// Where an argument of [`MEGATRON_ARGS`] is defined.
@@ -305,13 +311,15 @@ pub const MEGATRON_ARGS: &[MegatronArg] = &[
         RL_INFERENCE,
         Source::Main,
     ),
-    refused(
-        "inference_shards",
-        "--inference-shards",
-        ArgType::Text,
-        "it partitions the world into inference models, each with groups of its own parallelism (build_inference_pg_collections_for_shards); describe each as a layout of its own",
-        Source::Main,
-    ),
+    MegatronArg {
+        name: "inference_shards",
+        flag: "--inference-shards",
+        key: "",
+        takes: ArgType::Text,
+        meaning: "it partitions the world into inference models, each with groups of its own parallelism (build_inference_pg_collections_for_shards): read as inference shards (MegatronArgs::inference_shards), with --use-tp-pp-dp-mapping as their rank order",
+        handling: Handling::Separate,
+        source: Source::Main,
+    },
     refused(
         "model_parallel_size",
         "--model-parallel-size",
@@ -788,7 +796,8 @@ impl MegatronArgs {
     }
 
     /// Records argument `name` (its name or flag) with `value`: `Ok(true)`
-    /// for an argument [`Handling::Modelled`]; `Ok(false)` for a name
+    /// for an argument [`Handling::Modelled`] or [`Handling::Separate`];
+    /// `Ok(false)` for a name
     /// that is not in [`MEGATRON_ARGS`] or is listed as not changing the
     /// groups (ignored), and for a refused switch given as `false`. A later
     /// value of the same argument replaces an earlier one, as on a command
@@ -804,7 +813,7 @@ impl MegatronArgs {
             return Ok(false);
         };
         match arg.handling {
-            Handling::Modelled => {}
+            Handling::Modelled | Handling::Separate => {}
             Handling::Model => {
                 // Judged when the model is built: a launch script's
                 // `--num-layers $NL` must not stop a layout's reading.
@@ -847,7 +856,9 @@ impl MegatronArgs {
                 to_u32(arg, n, 1)?;
                 MegatronValue::Ints(vec![n])
             }
+            (ArgType::Text, MegatronValue::Text(text)) => MegatronValue::Text(text),
             (ArgType::Flag, _) => return Err(bad("true or false")),
+            (ArgType::Text, _) => return Err(bad("a text")),
             (ArgType::Ints, _) => return Err(bad("a list of integers")),
             _ => return Err(bad("an integer")),
         };
@@ -959,8 +970,76 @@ impl MegatronArgs {
     /// for a weight-shard count the tensor-parallel size does not divide
     /// into whole shards; [`Error::LaunchMismatch`] when torchrun's process
     /// count and `world_size` differ; [`Error::Overflow`] when torchrun's
-    /// product does not fit a `u32`.
+    /// product does not fit a `u32`; [`Error::InferenceShardsNotOneLayout`]
+    /// when `inference_shards` is given ([`inference_shards`](Self::inference_shards)
+    /// reads them).
     pub fn config(&self) -> Result<Config> {
+        if self.shards_text().is_some() {
+            return Err(Error::InferenceShardsNotOneLayout);
+        }
+        self.layout_config()
+    }
+
+    /// The text of `inference_shards`, when given.
+    fn shards_text(&self) -> Option<&str> {
+        self.given.iter().find_map(|(a, v)| match v {
+            MegatronValue::Text(text) if a.handling == Handling::Separate => Some(text.as_str()),
+            _ => None,
+        })
+    }
+
+    /// The inference shards of `inference_shards` (`--inference-shards`),
+    /// or `None` when it is not given: over the world size of the
+    /// arguments (`world_size`, or torchrun's `nproc_per_node * nnodes`),
+    /// or as many ranks as the shards hold when they give none; in the
+    /// rank order of `use_tp_pp_dp_mapping` ([`ShardMapping::from_flag`]).
+    /// The other sizes (`tensor_model_parallel_size`, ...) are the
+    /// training layout's and do not change the shards.
+    ///
+    /// ```
+    /// use rank_layout::megatron::{MegatronArgs, ShardRole};
+    /// let args = MegatronArgs::parse_command_line(
+    ///     "torchrun --nproc-per-node 8 serve.py --inference-shards 'tp=4,role=prefill+tp=2,dp=2,role=decode' --use-tp-pp-dp-mapping",
+    /// )?;
+    /// let shards = args.inference_shards()?.unwrap();
+    /// assert_eq!(shards.len(), 2);
+    /// assert_eq!(shards.role_of(7)?, Some(ShardRole::Decode));
+    /// assert!(shards.mapping().is_tp_pp_dp());
+    /// assert!(args.config().is_err()); // the shards are not one layout
+    /// # Ok::<(), rank_layout::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// Those of [`InferenceShards::parse`]; [`Error::LaunchMismatch`] and
+    /// [`Error::Overflow`] for torchrun's world size, as
+    /// [`config`](Self::config).
+    pub fn inference_shards(&self) -> Result<Option<InferenceShards>> {
+        let Some(text) = self.shards_text() else {
+            return Ok(None);
+        };
+        let world = self.layout_config()?.world_size;
+        let mapping = ShardMapping::from_flag(self.given.iter().any(|(a, v)| {
+            a.name == "use_tp_pp_dp_mapping" && matches!(v, MegatronValue::Bool(true))
+        }));
+        InferenceShards::parse(text, world, mapping).map(Some)
+    }
+
+    /// Whether the arguments describe layouts: the shards when
+    /// `inference_shards` is given (their text alone: the world may come
+    /// later), else the configuration.
+    ///
+    /// # Errors
+    /// Those of [`config`](Self::config) or of [`ShardSpec::parse_all`].
+    pub(crate) fn check(&self) -> Result<()> {
+        self.layout_config()?;
+        if let Some(text) = self.shards_text() {
+            ShardSpec::parse_all(text)?;
+        }
+        Ok(())
+    }
+
+    /// The configuration of the arguments but `inference_shards`.
+    fn layout_config(&self) -> Result<Config> {
         let mut c = Config::new();
         c.tp = self.int("tensor_model_parallel_size").unwrap_or(1);
         c.pp = self.int("pipeline_model_parallel_size").unwrap_or(1);

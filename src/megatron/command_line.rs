@@ -365,7 +365,7 @@ impl MegatronArgs {
                 continue;
             };
             match arg.handling {
-                Handling::Modelled => {}
+                Handling::Modelled | Handling::Separate => {}
                 Handling::Model => {
                     let value = model_value(arg, inline, words.get(i));
                     if inline.is_none() && arg.takes != ArgType::Flag && value.is_some() {
@@ -435,18 +435,28 @@ impl MegatronArgs {
                             let next = words.get(i).ok_or_else(|| Error::InvalidArgument {
                                 name: arg.flag.to_owned(),
                                 value: String::new(),
-                                expected: "an integer after the flag",
+                                expected: "a value after the flag",
                             })?;
                             i += 1;
                             next.as_str()
                         }
                     };
-                    MegatronValue::Int(int(arg, word)?)
+                    match arg.takes {
+                        ArgType::Text if unexpanded(word) => {
+                            return Err(Error::InvalidArgument {
+                                name: arg.flag.to_owned(),
+                                value: word.to_owned(),
+                                expected: "a spec (the pasted text is read as written, not expanded: give the value)",
+                            });
+                        }
+                        ArgType::Text => MegatronValue::Text(word.to_owned()),
+                        _ => MegatronValue::Int(int(arg, word)?),
+                    }
                 }
             };
             args.set(arg.name, value)?;
         }
-        args.config()?;
+        args.check()?;
         args.set_unexpanded(missing);
         Ok(args)
     }

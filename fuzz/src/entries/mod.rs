@@ -18,6 +18,7 @@
 //! uses); `shared.rs` has the limits, the decoder of the bytes and the
 //! layout checks that several targets use.
 
+mod inference_shards;
 mod json_config;
 mod kind;
 mod kubectl_nodes;
@@ -35,6 +36,7 @@ mod slurm_topology_addr;
 mod topology_conf;
 mod topology_yaml;
 
+pub use inference_shards::inference_shards;
 pub use json_config::json_config;
 pub use kind::kind;
 pub use kubectl_nodes::kubectl_nodes;
