@@ -6,7 +6,7 @@
 //!   kinds' changes, cost and hash) under each policy;
 //! - `relayout/drop-replica-two-lanes/131072`: drop-replica after ranks
 //!   70,000-70,007 and 12,345 fail (replicas 279 and 771, in two expert
-//!   data-parallel lanes of 4 replicas);
+//!   data-parallel lanes of 4 replicas), asserted to create nothing;
 //! - `relayout/groups-baseline/131072`: listing the old and new layouts'
 //!   groups of the same kinds into tables once, the least any tool that
 //!   rebuilds every group from a rank list must do, for scale.
@@ -85,13 +85,16 @@ fn relayouts(c: &mut Criterion) {
     let two_lanes = Failure::new(8, (70_000..70_008).chain([12_345]));
     g.bench_function("drop-replica-two-lanes/131072", |b| {
         b.iter(|| {
-            relayout(
+            let plan = relayout(
                 black_box(&layout),
                 &two_lanes,
                 Policy::DropReplica,
                 &options,
             )
-            .map(|p| p.hash())
+            .expect("a plan");
+            // Whole expert data-parallel lanes dropped: nothing created.
+            assert_eq!(plan.cost().new_communicators, 0);
+            plan.hash()
         })
     });
     let kinds = default_kinds(&layout);

@@ -54,7 +54,7 @@ pub(crate) fn assign(job: &Job<'_>) -> Result<Assigned> {
                 p += 1;
             }
             let notes = vec![format!(
-                "no smaller dp fits; {name} {size} -> {v}, dp {dp} -> {}: the model's shape changed, so ranks follow the survivors' order and every group is new",
+                "no smaller dp fits; {name} {size} -> {v}, dp {dp} -> {}: the model's shape changed, so ranks follow the survivors' order and every rank receives new model state (a group is kept only where its members and their order happen to be an old group's)",
                 new.sizes().dp
             )];
             return Ok(Assigned {
