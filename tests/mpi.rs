@@ -647,9 +647,11 @@ fn survivors(world: &SimpleCommunicator) -> Option<SimpleCommunicator> {
     world.split_by_color_with_key(color, me as i32)
 }
 
-/// After process [`FAILED`] "fails" (it leaves the surviving
-/// communicator, a split of the world), every survivor computes the plan
-/// of `policy` and runs its split plan: each communicator built is the new
+/// After process [`FAILED`] "fails", every survivor computes the plan of
+/// `policy` and runs its split plan, over the survivors' communicator (a
+/// split of the world without it) or, `over_world`, over the old world
+/// itself, where the "failed" process still runs: it takes part with the
+/// undefined color and gets none. Each communicator built is the new
 /// layout's group (size, rank = key, and the members' new ranks gathered
 /// in order), and exactly the groups the plan calls new or shrunk are
 /// split, those of one process alone get `MPI_COMM_SELF`, and a kept group
@@ -659,13 +661,27 @@ fn check_relayout(
     layout: &Layout,
     policy: Policy,
     min_dp: u32,
+    over_world: bool,
 ) -> Result<(), String> {
     let me = world.rank() as u32;
-    let Some(survivors) = survivors(world) else {
-        return Ok(());
-    };
     let plan = plan_of(layout, policy, min_dp)?;
-    let comms = plan.communicators(&survivors).map_err(|e| e.to_string())?;
+    let comms = if over_world {
+        plan.communicators(world)
+    } else {
+        let Some(survivors) = survivors(world) else {
+            return Ok(());
+        };
+        plan.communicators(&survivors)
+    }
+    .map_err(|e| e.to_string())?;
+    if me == FAILED {
+        let built: usize = comms.sets.iter().map(|(_, c)| c.len()).sum();
+        return if (comms.process, comms.rank, built) == (None, None, 0) {
+            Ok(())
+        } else {
+            Err(format!("the failed process got {comms:?}"))
+        };
+    }
     if (comms.process, comms.rank) != (Some(me), plan.rank_map().new_rank(me)) {
         return Err(format!("process {:?} rank {:?}", comms.process, comms.rank));
     }
@@ -706,33 +722,6 @@ fn check_built(plan: &Relayout, process: u32, comms: &RelayoutCommunicators) -> 
         }
     }
     Ok(())
-}
-
-/// The same split plan run over the old world itself, the "failed"
-/// process still running: it takes part with the undefined color and
-/// gets none; every other process gets what the survivors' communicator
-/// gives it.
-fn check_relayout_on_the_world(
-    world: &SimpleCommunicator,
-    layout: &Layout,
-    policy: Policy,
-    min_dp: u32,
-) -> Result<(), String> {
-    let me = world.rank() as u32;
-    let plan = plan_of(layout, policy, min_dp)?;
-    let comms = plan.communicators(world).map_err(|e| e.to_string())?;
-    if me == FAILED {
-        let built: usize = comms.sets.iter().map(|(_, c)| c.len()).sum();
-        return if (comms.process, comms.rank, built) == (None, None, 0) {
-            Ok(())
-        } else {
-            Err(format!("the failed process got {comms:?}"))
-        };
-    }
-    if comms.process != Some(me) {
-        return Err(format!("process {:?}", comms.process));
-    }
-    check_built(&plan, me, &comms)
 }
 
 /// From Rust, after a failure: the old layout's communicators are built
@@ -872,12 +861,12 @@ fn suite(world: &SimpleCommunicator) -> ExitCode {
         outcomes.push(everywhere(
             world,
             &name,
-            check_relayout(world, &layout, policy, min_dp),
+            check_relayout(world, &layout, policy, min_dp, false),
         ));
         outcomes.push(everywhere(
             world,
             &format!("{name}, over the old world"),
-            check_relayout_on_the_world(world, &layout, policy, min_dp),
+            check_relayout(world, &layout, policy, min_dp, true),
         ));
         outcomes.push(everywhere(
             world,
