@@ -32,7 +32,7 @@ use crate::value::{describe, offset, round_of, size};
 /// >>> layout = Layout(tp=8, pp=4, dp=36, order="tp-dp-pp")
 /// >>> plan = relayout(layout, "200-203", policy="drop-replica", gpus_per_node=4)
 /// >>> plan.world_size, plan.kinds["tp"], plan.new_communicators
-/// (1120, {'kept': 140, 'shrunk': 0, 'new': 0, 'gone': 4}, 0)
+/// (1120, {'kept': 140, 'shrunk': 0, 'new': 0, 'alone': 0, 'gone': 4}, 0)
 /// >>> plan.changes("dp")["shrunk"][0]
 /// {'old': 0, 'new': 0, 'exclude': [25]}
 #[pyfunction]
