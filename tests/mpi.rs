@@ -3,7 +3,8 @@
 //! group `memberships` names (members gathered over MPI, in order; rank =
 //! key), pipeline neighbours must be the layout's, processes outside a
 //! smaller layout get none; a re-layout's split plan, run over the
-//! survivors' communicator or over the old world, builds exactly its new
+//! survivors' communicator (exactly the survivors, or more processes
+//! after them) or over the old world, builds exactly its new
 //! and shrunk groups (a process alone gets `MPI_COMM_SELF`), and with the
 //! old communicators of the kept groups every group of the new layout
 //! all-reduces right; a process owns its communicators (`take`,
@@ -27,7 +28,9 @@ use std::time::{Duration, Instant};
 use rank_layout::mpi::prelude::*;
 use rank_layout::mpi::rsmpi::collective::SystemOperation;
 use rank_layout::mpi::rsmpi::topology::Color;
-use rank_layout::mpi::{Communicator, GroupComm, RelayoutCommunicators, SimpleCommunicator};
+use rank_layout::mpi::{
+    Communicator, GroupComm, Numbering, RelayoutCommunicators, SimpleCommunicator,
+};
 use rank_layout::relayout::{Change, Failure, Policy, Relayout, RelayoutOptions, relayout};
 use rank_layout::*;
 
@@ -636,42 +639,71 @@ fn plan_of(layout: &Layout, policy: Policy, min_dp: u32) -> Result<Relayout, Str
 }
 
 /// The survivors' communicator: every process but [`FAILED`] (which gets
-/// none), in process order.
-fn survivors(world: &SimpleCommunicator) -> Option<SimpleCommunicator> {
+/// none), in process order; `with_failed_last`, the "failed" process too,
+/// after them: a survivors' communicator larger than the survivors.
+fn survivors(world: &SimpleCommunicator, with_failed_last: bool) -> Option<SimpleCommunicator> {
     let me = world.rank() as u32;
-    let color = if me == FAILED {
-        Color::undefined()
-    } else {
-        Color::with_value(0)
+    let (color, key) = match (me == FAILED, with_failed_last) {
+        (false, _) => (Color::with_value(0), me as i32),
+        (true, true) => (Color::with_value(0), i32::MAX),
+        (true, false) => (Color::undefined(), 0),
     };
-    world.split_by_color_with_key(color, me as i32)
+    world.split_by_color_with_key(color, key)
+}
+
+/// The communicator a re-layout's split plan runs over.
+#[derive(Clone, Copy, Debug)]
+enum Over {
+    /// The survivors' communicator, exactly the survivors.
+    Survivors,
+    /// The survivors, then the "failed" process, which takes part with
+    /// the undefined color and gets none.
+    SurvivorsAndMore,
+    /// The old world, numbered as the old layout, the "failed" process
+    /// still running: it takes part with the undefined color.
+    OldWorld,
+}
+
+impl Over {
+    const ALL: [Over; 3] = [Over::Survivors, Over::SurvivorsAndMore, Over::OldWorld];
 }
 
 /// After process [`FAILED`] "fails", every survivor computes the plan of
-/// `policy` and runs its split plan, over the survivors' communicator (a
-/// split of the world without it) or, `over_world`, over the old world
-/// itself, where the "failed" process still runs: it takes part with the
-/// undefined color and gets none. Each communicator built is the new
-/// layout's group (size, rank = key, and the members' new ranks gathered
-/// in order), and exactly the groups the plan calls new or shrunk are
-/// split, those of one process alone get `MPI_COMM_SELF`, and a kept group
-/// gets none.
+/// `policy` and runs its split plan over the communicator `over` names.
+/// Each communicator built is the new layout's group (size, rank = key,
+/// and the members' new ranks gathered in order), and exactly the groups
+/// the plan calls new or shrunk are split, those of one process alone get
+/// `MPI_COMM_SELF`, and a kept group gets none. The survivors'
+/// communicator read as numbered by the old layout is too small: the same
+/// error on every survivor, before any communication.
 fn check_relayout(
     world: &SimpleCommunicator,
     layout: &Layout,
     policy: Policy,
     min_dp: u32,
-    over_world: bool,
+    over: Over,
 ) -> Result<(), String> {
     let me = world.rank() as u32;
     let plan = plan_of(layout, policy, min_dp)?;
-    let comms = if over_world {
-        plan.communicators(world)
-    } else {
-        let Some(survivors) = survivors(world) else {
-            return Ok(());
-        };
-        plan.communicators(&survivors)
+    let comms = match over {
+        Over::OldWorld => plan.communicators(world, Numbering::OldLayout),
+        Over::Survivors | Over::SurvivorsAndMore => {
+            let more = matches!(over, Over::SurvivorsAndMore);
+            let Some(survivors) = survivors(world, more) else {
+                return Ok(());
+            };
+            if !more {
+                let e = plan
+                    .communicators(&survivors, Numbering::OldLayout)
+                    .err()
+                    .map(|e| e.to_string())
+                    .unwrap_or_default();
+                if !e.contains("numbered as the old layout has") {
+                    return Err(format!("the survivors as the old layout: {e:?}"));
+                }
+            }
+            plan.communicators(&survivors, Numbering::Survivors)
+        }
     }
     .map_err(|e| e.to_string())?;
     if me == FAILED {
@@ -738,11 +770,13 @@ fn check_after_a_failure(
 ) -> Result<(), String> {
     let me = world.rank() as u32;
     let old = layout.communicators(world).map_err(|e| e.to_string())?;
-    let Some(survivors) = survivors(world) else {
+    let Some(survivors) = survivors(world, false) else {
         return Ok(());
     };
     let plan = plan_of(layout, policy, min_dp)?;
-    let new = plan.communicators(&survivors).map_err(|e| e.to_string())?;
+    let new = plan
+        .communicators(&survivors, Numbering::Survivors)
+        .map_err(|e| e.to_string())?;
     let Some(rank) = new.rank else {
         return Ok(());
     };
@@ -858,16 +892,13 @@ fn suite(world: &SimpleCommunicator) -> ExitCode {
         outcomes.push(everywhere(world, name, check_modules(world, &modules)));
     }
     for (name, layout, policy, min_dp) in relayouts(world.size() as u32) {
-        outcomes.push(everywhere(
-            world,
-            &name,
-            check_relayout(world, &layout, policy, min_dp, false),
-        ));
-        outcomes.push(everywhere(
-            world,
-            &format!("{name}, over the old world"),
-            check_relayout(world, &layout, policy, min_dp, true),
-        ));
+        for over in Over::ALL {
+            outcomes.push(everywhere(
+                world,
+                &format!("{name}, over {over:?}"),
+                check_relayout(world, &layout, policy, min_dp, over),
+            ));
+        }
         outcomes.push(everywhere(
             world,
             &format!("{name}, kept old and new communicators"),
@@ -985,7 +1016,7 @@ fn scenarios() -> Vec<Scenario> {
                     layouts(n).len()
                         + meshes(n).len()
                         + modules(n).len()
-                        + 3 * relayouts(n).len()
+                        + (Over::ALL.len() + 1) * relayouts(n).len()
                         + 1
                 );
                 if j.code == Some(0) && j.stdout.contains(&want) {

@@ -23,7 +23,7 @@
 //! let world = universe.world();
 //! let size = rank_layout::mpi::from_mpi_rank(world.size())?;
 //! let layout = Layout::new(&Config::new().tp(2).pp(2).world_size(Some(size)))?;
-//! let mut comms = layout.communicators(&world)?; // every kind, one MPI_Comm_split per (kind, round)
+//! let mut comms = layout.communicators(&world)?; // every kind, one MPI_Comm_split per distinct member list
 //! for next in comms.pipeline_next()? {
 //!     next.comm.process_at_rank(next.rank).send(&[1.0f32][..]);
 //! }
@@ -80,7 +80,7 @@ pub use comms::{Communicators, CommunicatorsIntoIter, GroupComm, Peer};
 pub use mesh::MeshCommunicators;
 pub use modules::{ModulesCommunicators, SplitComm};
 pub use rank::{from_mpi_rank, to_mpi_rank};
-pub use relayout::RelayoutCommunicators;
+pub use relayout::{Numbering, RelayoutCommunicators};
 
 use ::mpi::topology::Color;
 
@@ -165,7 +165,9 @@ impl Layout {
     /// Kinds whose groups are the same member lists over the whole layout
     /// share one split: the later kinds' communicators are `MPI_Comm_dup`s
     /// of the first's, among the group's members only (decided from the
-    /// layout, so alike on every process). Collective over `comm`.
+    /// layout, so alike on every process: each process lists the groups
+    /// of every kind split once, time and memory O(ranks) per kind).
+    /// Collective over `comm`.
     ///
     /// # Errors
     /// The same on every process, before any communication:

@@ -59,6 +59,25 @@ impl RelayoutCommunicators {
     }
 }
 
+/// How a communicator given to [`Relayout::communicators`] numbers the
+/// plan's processes (a process: an old rank less the old layout's
+/// `rank_offset`, or a spare's number after the old world).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Numbering {
+    /// The survivors' communicator: rank `i` is the plan's `i`-th process
+    /// that is not failed, in process order (the old job's, then the
+    /// spares'), as ULFM's `MPIX_Comm_shrink` of the old world leaves
+    /// them or a relaunch of the survivors in that order makes them.
+    Survivors,
+    /// As the old layout's communicators: rank `rank_offset + p` is
+    /// process `p`, the spares after the old world. The old world itself
+    /// where the processes counted failed still run (a drill, or
+    /// processes taken out of the job for a bad GPU); they take part with
+    /// the undefined color and get none.
+    OldLayout,
+}
+
 impl Relayout {
     /// The split plan of the surviving processes, run (collective over
     /// `comm`): for every kind of the plan and split round of the new
@@ -74,37 +93,63 @@ impl Relayout {
     /// ([`fate_of`](Self::fate_of) gives the positions to exclude). A
     /// communicator's `group` lists the new layout's ranks.
     ///
-    /// `comm` is either
-    /// - **the survivors' communicator**: exactly the plan's processes
-    ///   that are not failed, in process order (rank `i` is the `i`-th
-    ///   survivor, the old job's ranks first, then the spares); or
-    /// - **a communicator of every process of the plan**, at least the
-    ///   old layout's `rank_offset` plus [`RankMap::len`](crate::relayout::RankMap::len)
-    ///   processes, numbered as the old layout's communicators were
-    ///   (rank `rank_offset + p` is process `p`, the spares after the old
-    ///   world): the old world itself where the processes counted failed
-    ///   are still running (a drill, or processes taken out of the job
-    ///   for a bad GPU). The processes counted failed, and the ranks past
-    ///   the plan's, take part with the undefined color and get none.
+    /// `comm` holds the plan's processes as `numbering` says: the
+    /// survivors' communicator ([`Numbering::Survivors`]), or one numbered
+    /// as the old layout's communicators were, such as the old world
+    /// where the processes counted failed still run
+    /// ([`Numbering::OldLayout`]). Either may be larger than the plan's
+    /// processes: the ranks past them take part with the undefined color
+    /// and get none, as [`Layout::communicators`](crate::layout::Layout::communicators)
+    /// treats the ranks past a layout. The numbering is the caller's
+    /// word, never guessed from the size: a survivors' communicator with
+    /// extra processes and an old world can have the same size.
     ///
     /// How to get the survivors' communicator after a real failure: a
     /// dead process cannot take part in `MPI_Comm_split`, so no split of
-    /// the old world makes it. With ULFM (Open MPI 5 built with
-    /// `--with-ft=ulfm`, MPICH), `MPIX_Comm_shrink` of the old world
-    /// gives it, survivors in their old order. Without ULFM (Open MPI 4,
-    /// which the tests run, ends the job when a process dies), relaunch
-    /// the surviving processes (and the spares) in process order: the new
+    /// the old world makes it. With ULFM (Open MPI 5 configured
+    /// `--with-ft=ulfm` and run as `mpirun --with-ft ulfm`, or MPICH),
+    /// `MPIX_Comm_shrink` of the old world gives it, the survivors in
+    /// their old order. Without ULFM (Open MPI 4, which the tests run,
+    /// ends the job when a process dies), relaunch the surviving
+    /// processes (and the spares) in process order: the new
     /// `MPI_COMM_WORLD` is the survivors' communicator, and each process
     /// computes the same plan from the old layout and the failed ranks.
     ///
+    /// ```no_run
+    /// use rank_layout::mpi::prelude::*;
+    /// use rank_layout::mpi::Numbering;
+    /// use rank_layout::relayout::{relayout, Failure, Policy, RelayoutOptions};
+    /// use rank_layout::*;
+    ///
+    /// let universe = rank_layout::mpi::initialize().expect("MPI initializes once");
+    /// // Relaunched: the survivors of the old job of 8, in process order.
+    /// let survivors = universe.world();
+    /// let old = Layout::new(&Config::new().tp(2).pp(2).world_size(Some(8)))?;
+    /// let plan = relayout(&old, &Failure::new(2, [3]), Policy::DropReplica, &RelayoutOptions::default())?;
+    /// let comms = plan.communicators(&survivors, Numbering::Survivors)?;
+    /// if let Some(p) = comms.process {
+    ///     // Split anew: the new and shrunk groups (and MPI_COMM_SELF alone);
+    ///     // a kept group keeps its old communicator (plan.fate_of says which).
+    ///     for (kind, built) in &comms.sets {
+    ///         println!("process {p}: {kind}: {} communicators", built.len());
+    ///     }
+    /// }
+    /// # Ok::<(), rank_layout::Error>(())
+    /// ```
+    ///
     /// # Errors
     /// The same on every process, before any communication:
-    /// [`Error::NoRelayout`] when `comm`'s size is neither the plan's
-    /// survivors nor at least every process of the plan;
-    /// [`Error::Overflow`] when the new layout's ranks or the plan's
-    /// processes pass MPI's `int`.
-    pub fn communicators<C: Communicator>(&self, comm: &C) -> Result<RelayoutCommunicators> {
-        let process = self.process_of(comm)?;
+    /// [`Error::NoRelayout`] when `comm` has fewer processes than the
+    /// plan's survivors ([`Numbering::Survivors`]) or than the old
+    /// layout's `rank_offset` plus every process of the plan
+    /// ([`Numbering::OldLayout`]); [`Error::Overflow`] when the new
+    /// layout's ranks or the plan's processes pass MPI's `int`.
+    pub fn communicators<C: Communicator>(
+        &self,
+        comm: &C,
+        numbering: Numbering,
+    ) -> Result<RelayoutCommunicators> {
+        let process = self.process_of(comm, numbering)?;
         let rank = process.and_then(|p| self.rank_map().new_rank(p));
         let new = self.layout();
         // Alike on every process, before any split: the new ranks fit
@@ -167,12 +212,10 @@ impl Relayout {
     }
 
     /// The process of the caller in the plan, from its rank in `comm`
-    /// (the survivors', or every process's numbered as the old layout).
-    fn process_of<C: Communicator>(&self, comm: &C) -> Result<Option<u32>> {
+    /// numbered as `numbering` says; `None` for a process counted failed
+    /// or a rank past the plan's processes.
+    fn process_of<C: Communicator>(&self, comm: &C, numbering: Numbering) -> Result<Option<u32>> {
         let map = self.rank_map();
-        let survivors: Vec<u32> = (0..map.len())
-            .filter(|&p| map.fate(p) != Some(Fate::Failed))
-            .collect();
         let off = self.old_layout().rank_offset();
         let every = u64::from(off) + u64::from(map.len());
         if every > u64::from(i32::MAX.unsigned_abs()) {
@@ -182,23 +225,38 @@ impl Relayout {
         }
         let size = u64::try_from(comm.size()).unwrap_or(0);
         let me = from_mpi_rank(comm.rank())?;
-        if usize::try_from(size).ok() == Some(survivors.len()) {
-            return Ok(survivors.get(me as usize).copied());
+        let alive = |p: &u32| map.fate(*p) != Some(Fate::Failed);
+        match numbering {
+            Numbering::Survivors => {
+                let survivors: Vec<u32> = (0..map.len()).filter(alive).collect();
+                if size < u64::from(count(&survivors)) {
+                    return Err(Error::NoRelayout {
+                        problem: format!(
+                            "the survivors' communicator has {size} processes and the plan {} survivors (its processes not failed: the old job's, then the spares')",
+                            survivors.len()
+                        ),
+                    });
+                }
+                Ok(survivors.get(me as usize).copied())
+            }
+            Numbering::OldLayout => {
+                if size < every {
+                    return Err(Error::NoRelayout {
+                        problem: format!(
+                            "a communicator numbered as the old layout has {size} processes and the plan needs {every} (rank_offset {off} + {} processes: the old job's, then the spares')",
+                            map.len()
+                        ),
+                    });
+                }
+                Ok(me.checked_sub(off).filter(|p| *p < map.len() && alive(p)))
+            }
         }
-        if size >= every {
-            let p = me
-                .checked_sub(off)
-                .filter(|&p| p < map.len() && map.fate(p) != Some(Fate::Failed));
-            return Ok(p);
-        }
-        Err(Error::NoRelayout {
-            problem: format!(
-                "the communicator has {size} processes: give the plan's {} survivors alone, in process order, or a communicator of at least its {every} processes (rank_offset {off} + {} processes: the old job's, then the spares')",
-                survivors.len(),
-                map.len()
-            ),
-        })
     }
+}
+
+/// How many processes a list holds: fewer than the plan's, a u32.
+fn count(processes: &[u32]) -> u32 {
+    u32::try_from(processes.len()).unwrap_or(u32::MAX)
 }
 
 /// The split of a group that needs one: new, or shrunk (split anew), of
