@@ -735,7 +735,10 @@ fn drop_replica_says_why_it_cuts_lanes() {
 }
 
 /// Layouts with experts, folded or nested, in orders that keep `ep` next
-/// to `dp`, and up to four failed ranks.
+/// to `dp`, with distributed-optimizer instances (which must divide
+/// `dp * cp`, so that dropping the lanes holding a failure may leave no
+/// valid grid and larger blocks of lanes are dropped), and up to four
+/// failed ranks.
 fn arb_expert_case() -> impl Strategy<Value = (Config, Vec<u32>, u32)> {
     (
         prop::sample::select(vec![1u32, 2, 4]),
@@ -753,23 +756,27 @@ fn arb_expert_case() -> impl Strategy<Value = (Config, Vec<u32>, u32)> {
         any::<bool>(),
         prop::collection::vec(0u32..100_000, 1..5),
         prop::sample::select(vec![1u32, 1, 2, 4, 6]),
+        prop::sample::select(vec![1u32, 1, 2, 4]),
     )
-        .prop_map(|(tp, cp, ep, etp, pp, dp, order, nested, failed, min_dp)| {
-            let config = Config::new()
-                .tp(tp)
-                .cp(cp)
-                .ep(ep)
-                .etp(etp)
-                .pp(pp)
-                .dp(dp)
-                .order(order.parse().unwrap())
-                .expert_layout(if nested {
-                    ExpertLayout::Nested
-                } else {
-                    ExpertLayout::Folded
-                });
-            (config, failed, min_dp)
-        })
+        .prop_map(
+            |(tp, cp, ep, etp, pp, dp, order, nested, failed, min_dp, instances)| {
+                let config = Config::new()
+                    .dist_opt_instances(instances)
+                    .tp(tp)
+                    .cp(cp)
+                    .ep(ep)
+                    .etp(etp)
+                    .pp(pp)
+                    .dp(dp)
+                    .order(order.parse().unwrap())
+                    .expert_layout(if nested {
+                        ExpertLayout::Nested
+                    } else {
+                        ExpertLayout::Folded
+                    });
+                (config, failed, min_dp)
+            },
+        )
 }
 
 /// The lanes of `layout`, listed from scratch: replicas joined by any
@@ -811,14 +818,16 @@ fn lanes_from_groups(layout: &Layout) -> Vec<u32> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
 
     /// drop-replica keeps its promise: where dropping the whole lanes
     /// holding a failed rank leaves a valid grid of at least `min_dp`
     /// replicas (lanes listed from the groups, independently of the
-    /// library), exactly those replicas are dropped, no communicator is
-    /// created and no rank moves; where it does not and communicators are
-    /// made, the notes say why. Every plan matches the groups.
+    /// library), exactly those replicas are dropped; wherever whole lanes
+    /// are dropped, no communicator is created and no rank moves; where a
+    /// lane is cut, whole lanes did not fit and the notes say why (and,
+    /// where communicators are made, which). Every plan matches the
+    /// groups.
     #[test]
     fn drop_replica_drops_whole_lanes((config, failed, min_dp) in arb_expert_case()) {
         let Ok(layout) = Layout::new(&config) else { return Ok(()) };
@@ -840,12 +849,24 @@ proptest! {
         match plan {
             Ok(plan) => {
                 check_plan(&layout, &failed, &plan);
+                let got = dropped_replicas(&layout, &plan);
                 if lanes_fit {
-                    prop_assert_eq!(dropped_replicas(&layout, &plan), dropped);
+                    prop_assert_eq!(&got, &dropped);
+                }
+                // Whole lanes dropped (those holding a failed rank or
+                // larger blocks of them): nothing made, nothing moved.
+                let cut = (0..layout.sizes().dp).any(|d| {
+                    got.contains(&d) != got.iter().any(|&g| lanes[g as usize] == lanes[d as usize])
+                });
+                if !cut {
                     prop_assert_eq!((plan.cost().new_communicators, plan.cost().moved), (0, 0), "{:?}", plan.notes());
-                } else if plan.cost().new_communicators > 0 {
+                } else {
+                    prop_assert!(!lanes_fit);
                     let notes = plan.notes().join("\n");
-                    prop_assert!(notes.contains("dropping whole expert data-parallel lanes") && notes.contains("communicators made for"), "{}", notes);
+                    prop_assert!(notes.contains("dropping whole expert data-parallel lanes"), "{}", notes);
+                    if plan.cost().new_communicators > 0 {
+                        prop_assert!(notes.contains("communicators made for"), "{}", notes);
+                    }
                 }
             }
             Err(e) => {

@@ -125,8 +125,9 @@ fn first_valid(
         let dp2 = dp.saturating_sub(count(&dropped));
         if dp2 < min {
             why.get_or_insert_with(|| format!("leaves dp {dp2}, below the minimum {min}"));
-            // A larger size drops at least as many replicas.
-            break;
+            // A larger size need not drop more: blocks of 3 of 6 lanes
+            // hold lanes 1 and 2 in one block, blocks of 2 in two.
+            continue;
         }
         match with_dp(old.config(), dp2) {
             Some(new) => return Ok((Choice { new, dropped }, size)),
