@@ -655,12 +655,12 @@ fn gpus_per_node(hosts: &Hosts, given: Option<u32>) -> Result<u32> {
     }
     match counts.len() {
         0 => Err(no(
-            "the GPUs per node are unknown: give them in the host table or as --gpus-per-node"
+            "the GPUs per node are unknown: give them in the host table or as PlaceOptions::gpus_per_node"
                 .to_string(),
         )),
         1 => Ok(*counts.keys().next().unwrap_or(&1)),
         _ => Err(no(format!(
-            "the healthy hosts have different GPU counts ({}): give the GPUs per node (--gpus-per-node)",
+            "the healthy hosts have different GPU counts ({}): give the GPUs per node (PlaceOptions::gpus_per_node)",
             counts
                 .keys()
                 .map(u32::to_string)
