@@ -8,7 +8,7 @@ use pyo3::types::{PyDict, PyList, PyString};
 use rank_layout::machine::NodePlan;
 use rank_layout::megatron::MegatronArgs;
 use rank_layout::reshard::{
-    Cost, GptModel, LayerSplit, Locality, Model, Reshard, Shard, Side, Transfer,
+    Cost, GptModel, LayerSplit, Locality, Model, Region, Reshard, Shard, Side, Transfer,
 };
 use rank_layout::{Layout, Topology};
 
@@ -372,14 +372,11 @@ impl PyReshard {
             .model()
             .tensor(t.tensor)
             .map_or("", |x| x.name.as_str());
-        let region: Vec<[u64; 2]> = (0..t.region.dims())
-            .filter_map(|d| t.region.range(d).map(|(lo, hi)| [lo, hi]))
-            .collect();
         d.set_item("id", t.id)?;
         d.set_item("tensor", name)?;
         d.set_item("src", t.src)?;
         d.set_item("dst", t.dst)?;
-        d.set_item("box", region)?;
+        d.set_item("box", ranges(&t.region))?;
         d.set_item("src_offset", t.src_offset.to_vec())?;
         d.set_item("dst_offset", t.dst_offset.to_vec())?;
         d.set_item("bytes", t.bytes)?;
@@ -395,8 +392,18 @@ impl PyReshard {
         PyList::new(py, items)
     }
 
-    fn shard<'py>(&self, py: Python<'py>, shard: Option<Shard>) -> PyResult<Bound<'py, PyAny>> {
-        let Some(s) = shard else {
+    /// `process`'s shard of `tensor` on one side (`side`: the crate's
+    /// `source_shard` or `destination_shard`) as a dict, or `None`.
+    fn shard<'py>(
+        &self,
+        py: Python<'py>,
+        process: &Bound<'py, PyAny>,
+        tensor: &Bound<'py, PyAny>,
+        side: fn(&Reshard, u32, u32) -> rank_layout::Result<Option<Shard>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let p = offset("process", process)?;
+        let t = self.tensor_arg(tensor)?;
+        let Some(s) = side(&self.inner, p, t).or_raise()? else {
             return Ok(py.None().into_bound(py));
         };
         let d = PyDict::new(py);
@@ -406,10 +413,7 @@ impl PyReshard {
             .iter()
             .map(|(region, at)| {
                 let b = PyDict::new(py);
-                let r: Vec<[u64; 2]> = (0..region.dims())
-                    .filter_map(|d| region.range(d).map(|(lo, hi)| [lo, hi]))
-                    .collect();
-                b.set_item("box", r)?;
+                b.set_item("box", ranges(region))?;
                 b.set_item("offset", at.to_vec())?;
                 Ok(b)
             })
@@ -417,6 +421,13 @@ impl PyReshard {
         d.set_item("boxes", boxes)?;
         Ok(d.into_any())
     }
+}
+
+/// A box as `[[lo, hi], ...]`.
+fn ranges(region: &Region) -> Vec<[u64; 2]> {
+    (0..region.dims())
+        .filter_map(|d| region.range(d).map(|(lo, hi)| [lo, hi]))
+        .collect()
 }
 
 /// A cost as a dict.
@@ -531,10 +542,7 @@ impl PyReshard {
         process: &Bound<'py, PyAny>,
         tensor: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let p = offset("process", process)?;
-        let t = self.tensor_arg(tensor)?;
-        let shard = self.inner.source_shard(p, t).or_raise()?;
-        self.shard(py, shard)
+        self.shard(py, process, tensor, Reshard::source_shard)
     }
 
     /// What ``process`` holds of ``tensor`` on the destination side (as
@@ -551,10 +559,7 @@ impl PyReshard {
         process: &Bound<'py, PyAny>,
         tensor: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let p = offset("process", process)?;
-        let t = self.tensor_arg(tensor)?;
-        let shard = self.inner.destination_shard(p, t).or_raise()?;
-        self.shard(py, shard)
+        self.shard(py, process, tensor, Reshard::destination_shard)
     }
 
     /// The tensors' names, in the model's order.

@@ -9,7 +9,7 @@ use ::mpi::traits::{CommunicatorCollectives, Destination, Source};
 
 use crate::error::{Error, Result};
 use crate::mpi::rank::{from_mpi_rank, to_mpi_rank};
-use crate::reshard::{RankPlan, Transfer};
+use crate::reshard::{RankPlan, Transfer, for_each_index};
 
 /// The tag of every message of [`reshard_buffers`]: messages between two
 /// processes match in the order posted (MPI's non-overtaking rule), which
@@ -402,33 +402,23 @@ fn for_each_row(
     }
     let row = piece.last().copied().unwrap_or(1);
     let row_bytes = usize_of(row * element_bytes)?;
-    let mut index = vec![0u64; dims.saturating_sub(1)];
+    // Every row: an index over every dim but the last, the last fastest.
+    let lens = piece
+        .iter()
+        .take(dims.saturating_sub(1))
+        .map(|len| usize_of(*len))
+        .collect::<Result<Vec<usize>>>()?;
     let mut packed = 0usize;
-    loop {
+    for_each_index(&lens, |index| {
         let mut at = 0u64;
         for (d, stride) in strides.iter().enumerate() {
-            let i = index.get(d).copied().unwrap_or(0);
+            let i = index.get(d).map_or(0, |i| *i as u64);
             at += (offset.get(d).copied().unwrap_or(0) + i) * stride;
         }
         f(usize_of(at * element_bytes)?, packed, row_bytes)?;
         packed += row_bytes;
-        // The next row: the index over every dim but the last, last fastest.
-        let mut d = index.len();
-        loop {
-            if d == 0 {
-                return Ok(());
-            }
-            d -= 1;
-            let (Some(i), Some(len)) = (index.get_mut(d), piece.get(d)) else {
-                return Ok(());
-            };
-            *i += 1;
-            if *i < *len {
-                break;
-            }
-            *i = 0;
-        }
-    }
+        Ok(())
+    })
 }
 
 /// Copies `len` bytes from `from[at..]` to `to[into..]` (bounds checked
