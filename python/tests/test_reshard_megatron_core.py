@@ -22,6 +22,9 @@ collocated and disjoint, 8 to 48 ranks on nodes of 4 GPUs in domains of
 change, where across an ep change Megatron-Core's planner (which slices
 the tp dim only) cannot.
 
+The worked refit of the semantics (12.9): Megatron-Core's column is
+its own schedule's cost.
+
 **KV handoff** (``inference.disaggregation.kv_reshard.plan_kv_reshard``):
 a prefill shard and a decode shard of different tp and pp of
 ``InferenceShards``; Megatron-Core's ``KVShardLayout`` of every rank read
