@@ -766,6 +766,16 @@ pub enum Error {
         shard: String,
     },
 
+    /// A process's buffers or communicator do not fit its part of a
+    /// reshard plan (the MPI executor, `mpi::reshard_buffers`).
+    #[error("process {process}: {problem}")]
+    ReshardBuffers {
+        /// The process at fault.
+        process: u64,
+        /// What does not fit.
+        problem: String,
+    },
+
     /// The two sides of a reshard describe different models.
     #[error("{what} differs between the sides: {from} (from) and {to} (to)")]
     ModelMismatch {

@@ -954,6 +954,7 @@ fn place_errors_name_the_library_field() {
         let e = place(
             2,
             std::slice::from_ref(&tp),
+            &[],
             &hosts,
             &PlaceOptions::default(),
         )

@@ -730,3 +730,27 @@ fn kv_handoff_gets_megatron_s_ranges_from_both_replicas() {
     // Every prefill rank sends: both replicas of each (tp, pp) shard.
     assert_eq!(senders, (0..8).collect::<BTreeSet<u32>>());
 }
+
+/// The other way round: prefill tp 4 (two replicas, ep 2 over dp 2) to
+/// decode tp 2, pp 2. The decode shards that need one prefill shard
+/// differ in their stage only; the rotation steps by 1 along every axis
+/// (the sum of a shard's coordinates), so both replicas send: with a
+/// mixed-radix number the stage steps by tp (2), a multiple of the two
+/// holders, and one replica sent all.
+#[test]
+fn kv_handoff_to_more_stages_spreads_over_the_replicas() {
+    let model = Model::new(
+        8,
+        0,
+        vec![Tensor::new("kv", [8u64, 8, 2, 16]).pp_dim(0).tp(1)],
+    )
+    .unwrap();
+    let prefill = Layout::new(&Config::new().tp(4).ep(2).world_size(8)).unwrap();
+    let decode = Layout::new(&Config::new().tp(2).pp(2).world_size(4).rank_offset(8)).unwrap();
+    let locality = Locality::new(Topology::new(4, None).unwrap());
+    let plan = Reshard::new(model, Side::new(prefill), Side::new(decode), locality).unwrap();
+    let senders: BTreeSet<u32> = plan.transfers().map(|t| t.unwrap().src).collect();
+    assert_eq!(senders, (0..8).collect::<BTreeSet<u32>>());
+    // Each sends one piece: 4 layers x 2 heads x 2 x 16 elements of 2 bytes.
+    assert_eq!(plan.cost().unwrap().max_send_bytes, 4 * 2 * 2 * 16 * 2);
+}

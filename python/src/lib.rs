@@ -16,6 +16,8 @@
 //! - [`modules`]: the `Modules` class (modules, edges, bridge plans);
 //! - [`machine`]: `place`, a layout or mesh placed on a host table.
 //! - [`relayout`]: `relayout`, the re-layout after a failure.
+//! - [`reshard`]: `reshard`, the plan moving a model's tensors between
+//!   layouts.
 //! - [`inference_shards`]: the `InferenceShards` class (Megatron-Core 0.19's
 //!   `--inference-shards`).
 #![forbid(unsafe_code)]
@@ -37,6 +39,7 @@ mod memory;
 mod mesh;
 mod modules;
 mod relayout;
+mod reshard;
 mod value;
 
 use pyo3::prelude::*;
@@ -59,6 +62,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(machine::place, m)?)?;
     m.add_class::<relayout::PyRelayout>()?;
     m.add_function(wrap_pyfunction!(relayout::relayout, m)?)?;
+    m.add_class::<reshard::PyReshard>()?;
+    m.add_function(wrap_pyfunction!(reshard::reshard, m)?)?;
     // Named apart from the package's `MEGATRON_ARGS` (argument -> key), a
     // dict built from these rows: one `MEGATRON_ARGS` in Python.
     m.add("MEGATRON_TABLE", megatron::table(m.py())?)?;

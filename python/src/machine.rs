@@ -163,7 +163,7 @@ pub(crate) fn place<'py>(
 }
 
 /// The host table of a plain table's text or a list of dicts.
-fn host_table(obj: &Bound<'_, PyAny>) -> PyResult<Hosts> {
+pub(crate) fn host_table(obj: &Bound<'_, PyAny>) -> PyResult<Hosts> {
     if let Ok(text) = obj.cast::<PyString>() {
         return Hosts::parse_plain(&text.to_cow()?).or_raise();
     }

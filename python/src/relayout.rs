@@ -97,7 +97,7 @@ pub(crate) fn relayout<'py>(
 /// ``rank_offset``), then the spares' ranks after them.
 #[pyclass(frozen, name = "Relayout", module = "rank_layout._native")]
 pub(crate) struct PyRelayout {
-    inner: Relayout,
+    pub(crate) inner: Relayout,
 }
 
 #[pymethods]

@@ -47,6 +47,7 @@ mod mesh;
 mod modules;
 mod rank;
 mod relayout;
+mod reshard;
 
 /// The rsmpi crate this module is built against, whole, for what a
 /// launcher needs beyond the types above (collectives, environment).
@@ -81,6 +82,7 @@ pub use mesh::MeshCommunicators;
 pub use modules::{ModulesCommunicators, SplitComm};
 pub use rank::{from_mpi_rank, to_mpi_rank};
 pub use relayout::{Numbering, RelayoutCommunicators};
+pub use reshard::{Exchanged, LocalTensor, RESHARD_TAG, reshard_buffers};
 
 use ::mpi::topology::Color;
 

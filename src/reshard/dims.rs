@@ -87,6 +87,11 @@ impl DimSplit {
                 divisor: count,
             });
         }
+        if parts == 1 {
+            // One part holds every window, in order: the dim whole (one
+            // run, so one piece where the windows would make several).
+            return Ok(DimSplit::whole(len));
+        }
         let size = len / count;
         Ok(DimSplit {
             len,
@@ -116,6 +121,9 @@ impl DimSplit {
                 at += w;
                 bounds.push(at);
             }
+        }
+        if parts == 1 {
+            return Ok(DimSplit::whole(at));
         }
         Ok(DimSplit::listed(bounds, parts))
     }

@@ -67,6 +67,8 @@ pub use gpt::GptModel;
 pub use layers::{LayerMap, LayerSplit};
 pub use locality::Locality;
 pub use model::Model;
+#[cfg(feature = "mpi")]
+pub(crate) use plan::for_each_index;
 pub use plan::{Reshard, Transfers};
 pub use region::{MAX_DIMS, Point, Region};
 pub use side::Side;

@@ -811,7 +811,10 @@ fn for_each_box(runs: &[Vec<Run>], mut f: impl FnMut(&[Run]) -> Result<()>) -> R
 
 /// Calls `f` with every index vector below `lens` (the last fastest);
 /// never when a length is 0.
-fn for_each_index(lens: &[usize], mut f: impl FnMut(&[usize]) -> Result<()>) -> Result<()> {
+pub(crate) fn for_each_index(
+    lens: &[usize],
+    mut f: impl FnMut(&[usize]) -> Result<()>,
+) -> Result<()> {
     if lens.contains(&0) {
         return Ok(());
     }

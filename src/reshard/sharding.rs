@@ -421,9 +421,6 @@ pub(crate) struct Sharding {
     gtp_dim: Option<usize>,
     dps_dim: Option<usize>,
     dps_n: u64,
-    /// The sizes of the split factors but the stage (1 for those not
-    /// split): ep, tp, weight shard, distributed-optimizer shard.
-    radix: [u64; 4],
     dims: ArrayVec<DimSplit, MAX_DIMS>,
 }
 
@@ -550,18 +547,10 @@ impl Sharding {
                     .map_err(|e| not_divisible(dim, e, format!("{what}, of a rank's part")))?;
             }
         }
-        let split = |yes: bool, n: u64| if yes { n } else { 1 };
-        let radix = [
-            split(ep == EpRule::Split, u64::from(g.ep)),
-            split(tp_dim.is_some(), u64::from(tp_n)),
-            split(gtp_dim.is_some(), u64::from(gtp_n)),
-            split(dps_dim.is_some(), dps_n.max(1)),
-        ];
         Ok(Sharding {
             expert,
             stage,
             ep,
-            radix,
             pp_dim: t.pp_dim,
             ep_dim,
             tp_dim,
@@ -708,15 +697,17 @@ impl Sharding {
             .collect()
     }
 
-    /// The number of shard `key` among this sharding's shards: its split
-    /// coordinates in mixed radix (stage slowest, then ep, tp, weight
-    /// shard, distributed-optimizer shard), for rotating among holders.
+    /// The number of shard `key` for rotating among holders: the sum of
+    /// its split coordinates (stage, ep, tp, weight shard,
+    /// distributed-optimizer shard; 0 where not split). A sum, not a
+    /// mixed-radix number: the shards that need one source shard differ
+    /// on some axes, and along each a sum steps by 1, where a mixed-radix
+    /// number steps by the product of the faster radices (a multiple of
+    /// the holders' count would send them all to one holder).
     pub fn number(&self, key: &Key) -> u64 {
-        let [ep, tp, gtp, dps] = self.radix;
-        let mut n = u64::from(key.stage);
-        n = n.wrapping_mul(ep).wrapping_add(u64::from(key.ep));
-        n = n.wrapping_mul(tp).wrapping_add(u64::from(key.tp));
-        n = n.wrapping_mul(gtp).wrapping_add(u64::from(key.gtp));
-        n.wrapping_mul(dps).wrapping_add(u64::from(key.dps))
+        [key.stage, key.ep, key.tp, key.gtp, key.dps]
+            .iter()
+            .map(|c| u64::from(*c))
+            .sum()
     }
 }

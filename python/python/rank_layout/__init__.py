@@ -21,6 +21,9 @@ Multi-module models (Megatron-Core's MIMO): :class:`Modules`, named
 meshes joined by edges, with each edge's bridge plan. Megatron-Core 0.19's
 inference shards (``--inference-shards``, prefill and decode roles):
 :class:`InferenceShards`, each shard a :class:`Layout` at its rank offset.
+Moving a model's tensors from one layout to another (an RL refit, a KV
+handoff, the state after a failure): :func:`reshard`, each process's
+sends, receives and local copies computed from coordinates.
 
 Real ``torch.distributed`` process groups: :func:`rank_layout.torch.new_groups`
 (and :func:`rank_layout.torch.new_module_groups` for :class:`Modules`).
@@ -44,9 +47,11 @@ from rank_layout._native import (
     Mesh,
     Modules,
     Relayout,
+    Reshard,
     megatron_config,
     place,
     relayout,
+    reshard,
     torchtitan_mesh,
 )
 
@@ -66,6 +71,8 @@ __all__ = [
     "place",
     "Relayout",
     "relayout",
+    "Reshard",
+    "reshard",
     "placement_rank_map",
     "torchtitan_mesh",
 ]

@@ -24,6 +24,8 @@ __all__ = [
     "place",
     "Relayout",
     "relayout",
+    "Reshard",
+    "reshard",
     "MEGATRON_TABLE",
     "_memory_limits",
 ]
@@ -151,6 +153,42 @@ class Relayout:
     def hash(self) -> int: ...
     @property
     def notes(self) -> list[str]: ...
+
+def reshard(
+    source: Union[Layout, Relayout],
+    target: Optional[Layout] = None,
+    *,
+    tensors: Optional[Union[dict[str, Any], str]] = None,
+    model_args: Any = None,
+    from_layers: Any = None,
+    to_layers: Any = None,
+    from_processes: Optional[Sequence[_Int]] = None,
+    to_processes: Optional[Sequence[_Int]] = None,
+    dead: Optional[Sequence[_Int]] = None,
+    gpus_per_node: Optional[_Int] = None,
+    nodes_per_domain: Optional[_Int] = None,
+    hosts: Optional[Union[str, list[dict[str, Any]]]] = None,
+    placement: Optional[Union[dict[str, Any], Sequence[str]]] = None,
+) -> Reshard: ...
+@final
+class Reshard:
+    def plan_of(self, process: _Int) -> dict[str, Any]: ...
+    def transfers(self) -> list[dict[str, Any]]: ...
+    def cost(self, process: Optional[_Int] = None) -> dict[str, int]: ...
+    def source_shard(self, process: _Int, tensor: Union[str, _Int]) -> Optional[dict[str, Any]]: ...
+    def destination_shard(self, process: _Int, tensor: Union[str, _Int]) -> Optional[dict[str, Any]]: ...
+    @property
+    def tensor_names(self) -> list[str]: ...
+    @property
+    def model(self) -> dict[str, Any]: ...
+    @property
+    def from_layout(self) -> Layout: ...
+    @property
+    def to_layout(self) -> Layout: ...
+    @property
+    def layers(self) -> dict[str, list[int]]: ...
+    @property
+    def process_bound(self) -> int: ...
 
 @final
 class RankGenerator:
