@@ -1,8 +1,11 @@
-//! The layout on the real machine: the hosts a job got ([`Hosts`]), the
-//! node order that keeps the groups that must stay inside an NVLink domain
-//! inside one ([`place`]), how every kind's groups then fall on the
-//! topology ([`NodePlan::crossing`]), and the launcher files that start
-//! each rank where it was placed ([`Launcher`]).
+//! The layout on the real machine: the hosts a job got ([`Hosts`], read
+//! from any of the formats clusters have by [`Hosts::parse`] and
+//! [`HostsReader`]), the node order that keeps the groups that must stay
+//! inside an NVLink domain inside one ([`place`]), how every kind's groups
+//! then fall on the topology ([`NodePlan::crossing`]), the launcher files
+//! that start each rank where it was placed ([`Launcher`]), and what fails
+//! when hosts fail ([`HostFailure`]). [`Placed`] holds a placement whole:
+//! the command line and the Python bindings read every answer from it.
 //!
 //! The unit of placement is a whole node: every GPU of a node is in the
 //! node's domain, so a permutation of nodes (logical node -> host) with GPU
@@ -23,24 +26,36 @@
 //! # Ok::<(), rank_layout::Error>(())
 //! ```
 
+mod gpus_per_node;
+mod host_failure;
 mod hostlist;
 mod hosts;
+mod hosts_format;
+mod hosts_reader;
 mod launcher;
 mod layout_place;
+mod names;
+mod nodelist;
 mod place;
+mod placed;
 mod read;
 
+pub use host_failure::HostFailure;
 pub use hostlist::{MAX_HOSTS, expand_hostlist};
 pub use hosts::{Host, Hosts};
+pub use hosts_format::HostsFormat;
+pub use hosts_reader::{HostsRead, HostsReader};
 pub use launcher::Launcher;
 pub use layout_place::{default_must_fit, place_layout};
 pub use place::{Crossing, KindGroups, NodePlan, PlaceOptions, Shortfall, place};
+pub use placed::{KindCrossing, Placed, Shrunk};
 #[cfg(feature = "serde")]
 pub use read::DEFAULT_CLIQUE_LABEL;
 
 use crate::error::Result;
 use crate::kind::Kind;
 use crate::layout::Layout;
+use crate::mesh::Mesh;
 
 impl KindGroups {
     /// `kind`'s groups of `layout`, as ranks of the job (the layout's ranks
@@ -56,6 +71,24 @@ impl KindGroups {
             .collect();
         Ok(KindGroups {
             name: kind.to_string(),
+            groups,
+        })
+    }
+
+    /// The groups of `mesh`'s dim set `spec` (`tp`, `cp-dp`, `expert:ep`,
+    /// a flatten's name), as ranks of the job (the mesh's ranks minus its
+    /// `rank_offset`), named `spec`.
+    ///
+    /// # Errors
+    /// The mesh's error for a dim set it does not have.
+    pub fn of_mesh(mesh: &Mesh, spec: &str) -> Result<KindGroups> {
+        let offset = mesh.rank_offset();
+        let groups = mesh
+            .groups(spec)?
+            .map(|g| g.iter().map(|r| r - offset).collect())
+            .collect();
+        Ok(KindGroups {
+            name: spec.to_string(),
             groups,
         })
     }

@@ -18,6 +18,7 @@
 //! uses); `shared.rs` has the limits, the decoder of the bytes and the
 //! layout checks that several targets use.
 
+mod host_table;
 mod json_config;
 mod kind;
 mod kubectl_nodes;
@@ -34,6 +35,7 @@ mod slurm_topology_addr;
 mod topology_conf;
 mod topology_yaml;
 
+pub use host_table::host_table;
 pub use json_config::json_config;
 pub use kind::kind;
 pub use kubectl_nodes::kubectl_nodes;
