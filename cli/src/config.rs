@@ -27,8 +27,9 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use rank_layout::megatron::{MegatronArg, MegatronArgs, MegatronValue, Source};
-use rank_layout::{Config, Layout, Topology};
+use rank_layout::machine::{PlaceOptions, Shortfall};
+use rank_layout::megatron::{MegatronArg, MegatronArgs, MegatronValue, Source, weight_shards};
+use rank_layout::{Config, Error, Layout, Topology};
 use rank_layout_cli::config_file;
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -46,10 +47,28 @@ pub struct Setup {
     pub config: Config,
     /// The mesh, when one is given (`--mesh`, `--device-mesh` or the keys).
     pub mesh: Option<MeshInput>,
-    /// GPUs per node and nodes per domain.
+    /// GPUs per node and nodes per domain (8 GPUs per node unless given).
     pub topology: Topology,
+    /// GPUs per node as given (the flag over the file), `None` when
+    /// neither gives it: with a host table, the table's count applies
+    /// ([`rank_layout::machine::Hosts::gpus_per_node`]).
+    pub gpus_per_node: Option<u32>,
     /// Lines for stderr: the Megatron-LM arguments `--megatron-args` used.
     pub notes: Vec<String>,
+}
+
+impl Setup {
+    /// How to place the job: the GPUs per node as given (else the host
+    /// table's) and `shortfall`.
+    // `PlaceOptions` is built field by field, as a `#[non_exhaustive]`
+    // struct is outside its crate.
+    #[allow(clippy::field_reassign_with_default)]
+    pub fn place_options(&self, shortfall: Shortfall) -> PlaceOptions {
+        let mut options = PlaceOptions::default();
+        options.gpus_per_node = self.gpus_per_node;
+        options.shortfall = shortfall;
+        options
+    }
 }
 
 /// A mesh as given: its text and those of its views and flattens, each
@@ -98,9 +117,6 @@ const MESH_KEYS: [&str; 4] = ["mesh", "device_mesh", "views", "flattens"];
 
 /// The layout keys a mesh may be given with: the first rank.
 const MESH_LAYOUT_KEYS: [&str; 1] = ["rank_offset"];
-
-/// GPUs per node when not given.
-pub const DEFAULT_GPUS_PER_NODE: u32 = 8;
 
 /// Where a key came from.
 #[derive(Debug, Clone)]
@@ -202,22 +218,25 @@ impl Keys {
             } else {
                 self.size_label(tp_key, tp)
             };
-            // tp 0 is the layout's error (a size of 0).
-            let per_rank = match tp {
-                0 => shards,
-                tp if shards < tp => {
-                    return Err(format!(
-                        "{} must be >= {tp_label}: the weight-shard count is {tp_key} * {key}",
-                        self.origin(shards_key)
-                    ));
-                }
-                tp if shards % tp != 0 => {
-                    return Err(format!(
-                        "{} must be divisible by {tp_label}: the weight-shard count is {tp_key} * {key}",
-                        self.origin(shards_key)
-                    ));
-                }
-                tp => shards / tp,
+            // Megatron-Core's rule is the library's; a count or a tp beyond
+            // 32 bits, or a tp of 0, is the layout's error (with the key).
+            let per_rank = match (u32::try_from(shards), u32::try_from(tp)) {
+                (Ok(s), Ok(t)) if t > 0 => match weight_shards(shards_key, s, tp_key, t) {
+                    Ok(per_rank) => u64::from(per_rank),
+                    Err(Error::WeightShardsBelowTp { .. }) => {
+                        return Err(format!(
+                            "{} must be >= {tp_label}: the weight-shard count is {tp_key} * {key}",
+                            self.origin(shards_key)
+                        ));
+                    }
+                    Err(_) => {
+                        return Err(format!(
+                            "{} must be divisible by {tp_label}: the weight-shard count is {tp_key} * {key}",
+                            self.origin(shards_key)
+                        ));
+                    }
+                },
+                _ => shards,
             };
             let origin = self
                 .origins
@@ -360,7 +379,9 @@ impl SetupArgs {
         keys.resolve_shards().map_err(Failure::Message)?;
         let (config, machine, mesh) = read(keys.values.clone()).map_err(Failure::Message)?;
         let topology = Topology::new(
-            machine.gpus_per_node.unwrap_or(DEFAULT_GPUS_PER_NODE),
+            machine
+                .gpus_per_node
+                .unwrap_or(Topology::default().gpus_per_node()),
             machine.nodes_per_domain,
         )?;
         let mesh = mesh_input(&keys, mesh, config.rank_offset)?;
@@ -368,6 +389,7 @@ impl SetupArgs {
             config,
             mesh,
             topology,
+            gpus_per_node: machine.gpus_per_node,
             notes,
         })
     }

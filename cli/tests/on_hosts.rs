@@ -1,6 +1,9 @@
 //! `check --hosts` and `rank --hosts`: the job on the hosts it got, in the
 //! table's order or in `place`'s (`--placed`), on the worked GB200 case of
-//! racks listed interleaved host by host (the semantics, section 10).
+//! racks listed interleaved host by host (the semantics, section 10); the
+//! GPUs per node of the merged setup (flags over `--config`) or of the
+//! table's healthy hosts. Each test writes its files in a directory of its
+//! own (`temp_dir`), so the tests of this file may run at once.
 // Test code may unwrap, expect, panic and index: the workspace's clippy
 // restriction lints (Cargo.toml) are for the library and the command.
 #![allow(clippy::restriction)]
@@ -136,10 +139,6 @@ fn hosts_refusals() {
     let path = interleaved();
     let hosts = path.to_str().unwrap();
     fails_with_args(
-        &["check", "--mesh", "tp=8,dp=2", "--hosts", hosts, "--placed"],
-        "--placed takes a layout",
-    );
-    fails_with_args(
         &[
             "check",
             "--tp",
@@ -155,4 +154,97 @@ fn hosts_refusals() {
         &["check", "--tp", "8", "--world-size", "16", "--placed"],
         "--hosts",
     );
+}
+
+/// A mesh is placed by `--placed` as `place` places it (it was refused).
+#[test]
+fn a_mesh_in_place_s_order() {
+    let path = interleaved();
+    let hosts = path.to_str().unwrap();
+    let mesh = ["--mesh", "tp=8,dp=144"];
+    let mut args = vec!["check"];
+    args.extend(mesh);
+    args.extend([
+        "--hosts", hosts, "--placed", "--kind", "tp", "--format", "json",
+    ]);
+    let v = json(&args);
+    assert_eq!(crossing(&v, "tp"), 0);
+    let mut place = vec!["place"];
+    place.extend(mesh);
+    place.extend(["--hosts", hosts, "--format", "json"]);
+    assert_eq!(v["hosts"]["node_hosts"], json(&place)["node_hosts"]);
+}
+
+/// The GPUs per node come from the merged setup: `gpus_per_node` in a
+/// `--config` file is used by `check --hosts` and `rank --hosts` (it was
+/// ignored: the raw flag was read), and by `place`; without it, the count
+/// of the table's healthy hosts (an unhealthy host of another count no
+/// longer makes the table's count unknown).
+#[test]
+fn gpus_per_node_of_the_config_and_of_the_healthy_hosts() {
+    let dir = temp_dir("on-hosts-gpus");
+    let table = dir.join("hosts.txt");
+    // No GPU counts: 8 hosts in 2 racks.
+    let mut text = String::new();
+    for i in 0..8 {
+        text.push_str(&format!("n{i} r{} \n", i / 4));
+    }
+    std::fs::write(&table, &text).unwrap();
+    let config = dir.join("machine.toml");
+    std::fs::write(&config, "gpus_per_node = 2\n").unwrap();
+    let (t, c) = (table.to_str().unwrap(), config.to_str().unwrap());
+    for command in [
+        vec!["check", "--tp", "4", "--world-size", "16"],
+        vec!["rank", "5", "--tp", "4", "--world-size", "16"],
+        vec!["place", "--tp", "4", "--world-size", "16"],
+    ] {
+        let mut args = command.clone();
+        args.extend(["--hosts", t, "--format", "json"]);
+        // Without a count anywhere: refused, saying what to give.
+        fails_with_args(&args, "gpus_per_node");
+        args.extend(["--config", c]);
+        let v = json(&args);
+        let hosts = if command[0] == "place" {
+            &v
+        } else {
+            &v["hosts"]
+        };
+        assert_eq!(
+            hosts["node_hosts"].as_array().unwrap().len(),
+            8,
+            "{command:?}"
+        );
+    }
+    // check's own table uses the hosts' GPUs per node too: tp groups of 4
+    // span 2 nodes of 2 GPUs (inside one node of the default 8).
+    let v = json(&[
+        "check",
+        "--tp",
+        "4",
+        "--world-size",
+        "16",
+        "--hosts",
+        t,
+        "--config",
+        c,
+        "--format",
+        "json",
+    ]);
+    assert_eq!(v["kinds"]["tp"]["cross_node_groups"], 4, "{v}");
+    // A table whose healthy hosts give 4 GPUs and a down host 8.
+    std::fs::write(&table, "a r0 4\nb r0 4\nc r1 4\nd r1 4\ne r1 8 down\n").unwrap();
+    let v = json(&[
+        "check",
+        "--tp",
+        "4",
+        "--world-size",
+        "16",
+        "--hosts",
+        t,
+        "--kind",
+        "tp",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(crossing(&v, "tp"), 0);
 }

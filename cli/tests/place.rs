@@ -270,8 +270,8 @@ fn bad_tables_are_errors_naming_the_line() {
         ("a r1 4\na r2 4\n", "listed twice"),
         ("a r1 four\n", "\"four\""),
         ("a\n", "line 1"),
-        ("[{\"host\": \"a\", \"gpus\": 0}]", "at least one GPU"),
-        ("[{\"host\": \"a\", \"rack\": 1}]", "not a host table"),
+        ("[{\"host\": \"a\", \"gpus\": 0}]", "gpus = 0"),
+        ("[{\"host\": \"a\", \"rack\": 1}]", "unknown key \"rack\""),
         ("a r1 4\n", "not a whole number of nodes"),
     ] {
         let path = dir.join("t.txt");

@@ -1,5 +1,5 @@
 //! `rank-layout relayout`: the documented interface (`world_size`,
-//! `new_rank`, `kinds`, `new_communicators`, `--policy`, `--spare-hosts`,
+//! `new_rank`, `kinds`, `new_communicators`, `--policy`, `--spare-nodes`,
 //! `--failed-ranks LIST`), the worked case's table, the comparison of every
 //! policy, and bad input (exit 2, the value named).
 // Test code may unwrap, expect, panic and index: the workspace's clippy
@@ -52,7 +52,7 @@ fn worked_case_through_the_command() {
             "200-203",
             "--policy",
             policy,
-            "--spare-hosts",
+            "--spare-nodes",
             spares,
         ]);
         assert_eq!(v["world_size"], world, "{policy}");
@@ -89,7 +89,7 @@ fn worked_case_through_the_command() {
         "200-203",
         "--policy",
         "spare",
-        "--spare-hosts",
+        "--spare-nodes",
         "1",
     ]);
     let new_rank = v["new_rank"].as_array().unwrap();
@@ -216,4 +216,110 @@ fn spare_of_the_same_rack_from_the_host_table() {
     let bad = args("zz");
     let bad: Vec<&str> = bad.iter().map(String::as_str).collect();
     fails_with_args(&bad, "\"zz\"");
+}
+
+/// `--spare-nodes` is the library's and Python's word (`spare_nodes`);
+/// `--spare-hosts`, its old name, gives the same plan.
+#[test]
+fn spare_nodes_and_its_old_name() {
+    let new = plan(&[
+        "--failed-ranks",
+        "200-203",
+        "--policy",
+        "spare",
+        "--spare-nodes",
+        "1",
+    ]);
+    let old = plan(&[
+        "--failed-ranks",
+        "200-203",
+        "--policy",
+        "spare",
+        "--spare-hosts",
+        "1",
+    ]);
+    assert_eq!(new, old);
+    assert_eq!(new["world_size"], 1152);
+}
+
+/// Without `--policy`, when every policy is refused (every rank dead), the
+/// comparison says why for each and the command exits 1, as `check
+/// --strict` does when it fails (it exited 0).
+#[test]
+fn every_policy_refused_exits_1() {
+    let out = common::run_args(&[
+        "relayout",
+        "--tp",
+        "2",
+        "--dp",
+        "2",
+        "--failed-ranks",
+        "0-3",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert_eq!(stdout.matches("no re-layout").count(), 5, "{stdout}");
+    assert!(stderr.contains("no policy can go on"), "{stderr}");
+    // One policy that can go on: exit 0.
+    let out = common::run_args(&[
+        "relayout",
+        "--tp",
+        "2",
+        "--dp",
+        "2",
+        "--failed-ranks",
+        "0-1",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+}
+
+/// `relayout --hosts` reads the table as `place` does: `--hosts-format`
+/// (it was ignored, and a topology file read as a plain table), the job's
+/// `--nodelist`, and `gpus_per_node` of a `--config` file (the raw flag
+/// was read).
+#[test]
+fn relayout_on_hosts_reads_the_format_and_the_config() {
+    let conf = format!(
+        "{}/../tests/data/hosts/topology_block.conf",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let dir = common::temp_dir("relayout-format");
+    let config = dir.join("machine.json");
+    std::fs::write(
+        &config,
+        r#"{"gpus_per_node": 4, "tp": 8, "world_size": 64}"#,
+    )
+    .unwrap();
+    let args = [
+        "relayout",
+        "--config",
+        config.to_str().unwrap(),
+        "--hosts",
+        &conf,
+        "--hosts-format",
+        "topology-conf",
+        "--nodelist",
+        "node[1-20]",
+        "--failed-hosts",
+        "node3",
+        "--policy",
+        "spare",
+        "--format",
+        "json",
+    ];
+    let v: Value = serde_json::from_str(&stdout_args(&args)).unwrap();
+    // 16 nodes of 4 GPUs on node1..node16 (block1), 4 spares; node3's node
+    // is taken by the first spare of block1.
+    let spares: Vec<&str> = v["spare_hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h.as_str().unwrap())
+        .collect();
+    assert_eq!(spares, ["node17", "node18", "node19", "node20"]);
+    let new_rank = v["new_rank"].as_array().unwrap();
+    assert_eq!(new_rank.len(), 64 + 16);
+    assert_eq!(new_rank[64].as_u64(), Some(8), "{v}");
+    assert_eq!(v["kinds"]["tp"]["new"], 1);
 }
