@@ -542,6 +542,9 @@ fn a_switch_without_nodes_is_noted_and_a_topology_without_any_refused() {
 /// they cannot place) is no NVLink domain: its hosts have an unknown
 /// domain, and a group over two of them crosses.
 #[test]
+// `PlaceOptions` is built field by field, as a `#[non_exhaustive]` struct
+// is outside its crate.
+#[allow(clippy::field_reassign_with_default)]
 fn a_placeholder_switch_is_no_domain() {
     let text = "SwitchName=s0 Level=0 LinkSpeed=1 Nodes=dev[0-3]\n\
                 SwitchName=unknown Level=0 LinkSpeed=1 Nodes=dev[4-7]\n";

@@ -215,36 +215,18 @@ fn gpus_per_node_of_the_config_and_of_the_healthy_hosts() {
             "{command:?}"
         );
     }
+    let check = |extra: &[&str]| {
+        let mut args = vec!["check", "--tp", "4", "--world-size", "16", "--hosts", t];
+        args.extend(extra);
+        args.extend(["--format", "json"]);
+        json(&args)
+    };
     // check's own table uses the hosts' GPUs per node too: tp groups of 4
     // span 2 nodes of 2 GPUs (inside one node of the default 8).
-    let v = json(&[
-        "check",
-        "--tp",
-        "4",
-        "--world-size",
-        "16",
-        "--hosts",
-        t,
-        "--config",
-        c,
-        "--format",
-        "json",
-    ]);
+    let v = check(&["--config", c]);
     assert_eq!(v["kinds"]["tp"]["cross_node_groups"], 4, "{v}");
     // A table whose healthy hosts give 4 GPUs and a down host 8.
     std::fs::write(&table, "a r0 4\nb r0 4\nc r1 4\nd r1 4\ne r1 8 down\n").unwrap();
-    let v = json(&[
-        "check",
-        "--tp",
-        "4",
-        "--world-size",
-        "16",
-        "--hosts",
-        t,
-        "--kind",
-        "tp",
-        "--format",
-        "json",
-    ]);
+    let v = check(&["--kind", "tp"]);
     assert_eq!(crossing(&v, "tp"), 0);
 }

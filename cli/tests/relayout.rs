@@ -32,6 +32,16 @@ fn plan(extra: &[&str]) -> Value {
     serde_json::from_str(&stdout_args(&args)).unwrap()
 }
 
+/// The report's `spare_hosts`.
+fn spare_hosts(v: &Value) -> Vec<&str> {
+    v["spare_hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h.as_str().unwrap())
+        .collect()
+}
+
 fn new_of(v: &Value, kind: &str) -> u64 {
     v["kinds"][kind]["new"].as_u64().unwrap()
 }
@@ -191,12 +201,7 @@ fn spare_of_the_same_rack_from_the_host_table() {
         a.extend(["--format".to_string(), "json".to_string()]);
         let a: Vec<&str> = a.iter().map(String::as_str).collect();
         let v: Value = serde_json::from_str(&stdout_args(&a)).unwrap();
-        let spares: Vec<&str> = v["spare_hosts"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|h| h.as_str().unwrap())
-            .collect();
+        let spares = spare_hosts(&v);
         assert_eq!(spares, ["a2", "b2"]);
         let s = spares.iter().position(|h| *h == spare).unwrap();
         // The spare's 4 processes (after the 16 ranks) took the failed
@@ -311,15 +316,38 @@ fn relayout_on_hosts_reads_the_format_and_the_config() {
     let v: Value = serde_json::from_str(&stdout_args(&args)).unwrap();
     // 16 nodes of 4 GPUs on node1..node16 (block1), 4 spares; node3's node
     // is taken by the first spare of block1.
-    let spares: Vec<&str> = v["spare_hosts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|h| h.as_str().unwrap())
-        .collect();
+    let spares = spare_hosts(&v);
     assert_eq!(spares, ["node17", "node18", "node19", "node20"]);
     let new_rank = v["new_rank"].as_array().unwrap();
     assert_eq!(new_rank.len(), 64 + 16);
     assert_eq!(new_rank[64].as_u64(), Some(8), "{v}");
     assert_eq!(v["kinds"]["tp"]["new"], 1);
+}
+
+/// The figures README.md gives beside its commands: with the first
+/// command's spare node, the spare policy creates 9 communicators and
+/// ShiftRanks and FillGaps 343 and 9; without a spare node, 427 and 313
+/// (the README put those beside the command with the spare node).
+#[test]
+fn the_readme_figures() {
+    let new = |v: &Value, policy: &str| -> u64 {
+        v["policies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["policy"] == policy)
+            .unwrap()["plan"]["new_communicators"]
+            .as_u64()
+            .unwrap()
+    };
+    let spare = plan(&["--failed-ranks", "200-203", "--spare-nodes", "1"]);
+    assert_eq!(
+        ["drop-replica", "spare", "shift-ranks", "fill-gaps"].map(|p| new(&spare, p)),
+        [0, 9, 343, 9]
+    );
+    let none = plan(&["--failed-ranks", "200-203"]);
+    assert_eq!(
+        ["shift-ranks", "fill-gaps"].map(|p| new(&none, p)),
+        [427, 313]
+    );
 }

@@ -6,6 +6,7 @@ use std::str::FromStr;
 use crate::error::{Error, Result};
 use crate::machine::hosts::Hosts;
 use crate::machine::hosts_reader::HostsReader;
+use crate::machine::names::by_name;
 
 /// The format of a host table's text (the command line's
 /// `--hosts-format`, Python's `hosts_format=`). New formats may be added:
@@ -18,7 +19,7 @@ pub enum HostsFormat {
     Auto,
     /// `host domain [gpus] [state]` lines ([`Hosts::parse_plain`]).
     Plain,
-    /// A JSON list of hosts ([`Hosts::parse_json`]; feature `serde`).
+    /// A JSON list of hosts (`Hosts::parse_json`; feature `serde`).
     Json,
     /// `nvidia-smi -q` of the hosts ([`Hosts::parse_nvidia_smi`]).
     NvidiaSmi,
@@ -114,24 +115,13 @@ impl FromStr for HostsFormat {
     /// # Ok::<(), rank_layout::Error>(())
     /// ```
     fn from_str(s: &str) -> Result<HostsFormat> {
-        HostsFormat::from_name(s.trim()).ok_or_else(|| Error::BadSpec {
-            what: "host table format",
-            text: s.chars().take(200).collect(),
-            problem: format!(
-                "expected one of {}",
-                HostsFormat::ALL
-                    .iter()
-                    .map(|f| f.name())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        })
+        by_name("host table format", &HostsFormat::ALL, HostsFormat::name, s)
     }
 }
 
 impl Hosts {
     /// The host table of `text` in `format`, with each format's defaults
-    /// (the clique label [`DEFAULT_CLIQUE_LABEL`](crate::machine::DEFAULT_CLIQUE_LABEL),
+    /// (the clique label `DEFAULT_CLIQUE_LABEL`, `nvidia.com/gpu.clique`,
     /// the cluster's default topology of a `topology.yaml`): what the
     /// command line's `--hosts FILE --hosts-format FORMAT` reads. For the
     /// options and `--nodelist`, [`HostsReader`].

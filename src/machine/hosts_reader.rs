@@ -54,7 +54,7 @@ impl HostsReader {
     }
 
     /// With the node label of the domain (`kubectl`; default
-    /// [`DEFAULT_CLIQUE_LABEL`](crate::machine::DEFAULT_CLIQUE_LABEL)).
+    /// `DEFAULT_CLIQUE_LABEL`, `nvidia.com/gpu.clique`).
     #[must_use]
     pub fn clique_label(mut self, label: impl Into<String>) -> HostsReader {
         self.clique_label = Some(label.into());

@@ -53,11 +53,7 @@ impl FromStr for Shortfall {
     /// # Ok::<(), rank_layout::Error>(())
     /// ```
     fn from_str(s: &str) -> Result<Shortfall> {
-        let names: Vec<&str> = Shortfall::ALL.iter().map(|p| p.name()).collect();
-        Shortfall::ALL
-            .into_iter()
-            .find(|p| p.name() == s.trim())
-            .ok_or_else(|| unknown("shortfall policy", s, &names))
+        by_name("shortfall policy", &Shortfall::ALL, Shortfall::name, s)
     }
 }
 
@@ -94,15 +90,27 @@ impl FromStr for Launcher {
     /// # Ok::<(), rank_layout::Error>(())
     /// ```
     fn from_str(s: &str) -> Result<Launcher> {
-        let names: Vec<&str> = Launcher::ALL.iter().map(|l| l.name()).collect();
-        Launcher::from_name(s.trim()).ok_or_else(|| unknown("launcher file", s, &names))
+        by_name("launcher file", &Launcher::ALL, Launcher::name, s)
     }
 }
 
-fn unknown(what: &'static str, text: &str, names: &[&str]) -> Error {
-    Error::BadSpec {
-        what,
-        text: text.chars().take(200).collect(),
-        problem: format!("expected one of {}", names.join(", ")),
-    }
+/// The one of `all` named `text` (blanks around it ignored), or the error
+/// naming `what`, the text and every name.
+pub(crate) fn by_name<T: Copy>(
+    what: &'static str,
+    all: &[T],
+    name: fn(T) -> &'static str,
+    text: &str,
+) -> Result<T> {
+    all.iter()
+        .copied()
+        .find(|&v| name(v) == text.trim())
+        .ok_or_else(|| Error::BadSpec {
+            what,
+            text: text.chars().take(200).collect(),
+            problem: format!(
+                "expected one of {}",
+                all.iter().map(|&v| name(v)).collect::<Vec<_>>().join(", ")
+            ),
+        })
 }
