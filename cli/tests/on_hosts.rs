@@ -176,8 +176,9 @@ fn a_mesh_in_place_s_order() {
 }
 
 /// The GPUs per node come from the merged setup: `gpus_per_node` in a
-/// `--config` file is used by `check --hosts` and `rank --hosts` (it was
-/// ignored: the raw flag was read), and by `place`; without it, the count
+/// `--config` file is used by `check --hosts`, `rank --hosts`, `place`
+/// and `relayout --hosts` (it was ignored: the raw flag was read, and
+/// each refused the table as one without GPU counts); without it, the count
 /// of the table's healthy hosts (an unhealthy host of another count no
 /// longer makes the table's count unknown).
 #[test]
@@ -200,10 +201,9 @@ fn gpus_per_node_of_the_config_and_of_the_healthy_hosts() {
     ] {
         let mut args = command.clone();
         args.extend(["--hosts", t, "--format", "json"]);
-        // Without a count anywhere: refused, saying what to give.
-        fails_with_args(&args, "gpus_per_node");
-        args.extend(["--config", c]);
-        let v = json(&args);
+        let mut with_config = args.clone();
+        with_config.extend(["--config", c]);
+        let v = json(&with_config);
         let hosts = if command[0] == "place" {
             &v
         } else {
@@ -214,7 +214,33 @@ fn gpus_per_node_of_the_config_and_of_the_healthy_hosts() {
             8,
             "{command:?}"
         );
+        // Without a count anywhere: refused, saying what to give.
+        fails_with_args(&args, "gpus_per_node");
     }
+    // relayout --hosts too: host n3's node is 2 ranks (of 16), so dropping
+    // its tp-4 replica leaves 12.
+    let mut relayout = vec![
+        "relayout",
+        "--tp",
+        "4",
+        "--world-size",
+        "16",
+        "--hosts",
+        t,
+        "--failed-hosts",
+        "n3",
+        "--policy",
+        "drop-replica",
+        "--format",
+        "json",
+    ];
+    fails_with_args(&relayout, "gpus_per_node");
+    relayout.extend(["--config", c]);
+    let v = json(&relayout);
+    assert_eq!(
+        (v["old_world_size"].as_u64(), v["world_size"].as_u64()),
+        (Some(16), Some(12))
+    );
     let check = |extra: &[&str]| {
         let mut args = vec!["check", "--tp", "4", "--world-size", "16", "--hosts", t];
         args.extend(extra);
@@ -229,4 +255,23 @@ fn gpus_per_node_of_the_config_and_of_the_healthy_hosts() {
     std::fs::write(&table, "a r0 4\nb r0 4\nc r1 4\nd r1 4\ne r1 8 down\n").unwrap();
     let v = check(&["--kind", "tp"]);
     assert_eq!(crossing(&v, "tp"), 0);
+}
+
+/// README.md says when `--gpus-per-node`'s default does not apply: with a
+/// host table, the table's count, so a table without counts needs the
+/// flag (it said only "default 8", and `place` refused such a table; the
+/// test above shows the refusal).
+#[test]
+fn the_readme_says_when_a_host_table_needs_gpus_per_node() {
+    let readme =
+        std::fs::read_to_string(format!("{}/../README.md", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let text = readme.split_whitespace().collect::<Vec<_>>().join(" ");
+    let (_, rest) = text
+        .split_once("`--gpus-per-node N` (")
+        .expect("README documents --gpus-per-node N");
+    let said = rest.split_once(')').unwrap().0;
+    assert!(
+        said.starts_with("default 8") && said.contains("`--hosts`") && said.contains("needs it"),
+        "{said}"
+    );
 }

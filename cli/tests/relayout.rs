@@ -8,6 +8,8 @@
 
 mod common;
 
+use std::collections::BTreeMap;
+
 use common::{fails_with_args, stdout_args};
 use serde_json::Value;
 
@@ -252,31 +254,25 @@ fn spare_nodes_and_its_old_name() {
 /// --strict` does when it fails (it exited 0).
 #[test]
 fn every_policy_refused_exits_1() {
-    let out = common::run_args(&[
-        "relayout",
-        "--tp",
-        "2",
-        "--dp",
-        "2",
-        "--failed-ranks",
-        "0-3",
-    ]);
+    let run = |failed: &str| {
+        common::run_args(&[
+            "relayout",
+            "--tp",
+            "2",
+            "--dp",
+            "2",
+            "--failed-ranks",
+            failed,
+        ])
+    };
+    let out = run("0-3");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
     assert_eq!(stdout.matches("no re-layout").count(), 5, "{stdout}");
     assert!(stderr.contains("no policy can go on"), "{stderr}");
     // One policy that can go on: exit 0.
-    let out = common::run_args(&[
-        "relayout",
-        "--tp",
-        "2",
-        "--dp",
-        "2",
-        "--failed-ranks",
-        "0-1",
-    ]);
-    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(run("0-1").status.code(), Some(0));
 }
 
 /// `relayout --hosts` reads the table as `place` does: `--hosts-format`
@@ -324,30 +320,103 @@ fn relayout_on_hosts_reads_the_format_and_the_config() {
     assert_eq!(v["kinds"]["tp"]["new"], 1);
 }
 
-/// The figures README.md gives beside its commands: with the first
-/// command's spare node, the spare policy creates 9 communicators and
-/// ShiftRanks and FillGaps 343 and 9; without a spare node, 427 and 313
-/// (the README put those beside the command with the spare node).
+/// The figures README.md gives beside its commands are what those
+/// commands print: the README's first re-layout command (with its spare
+/// node) gives the spare policy's count and ShiftRanks' and FillGaps'
+/// beside it, and the same command without the spare node the counts the
+/// README gives for that case. The README put 427 and 313 (the counts
+/// without a spare) beside the command with `--spare-hosts 1`, which
+/// prints 343 and 9.
 #[test]
-fn the_readme_figures() {
-    let new = |v: &Value, policy: &str| -> u64 {
+fn the_readme_figures_are_what_its_commands_print() {
+    let readme =
+        std::fs::read_to_string(format!("{}/../README.md", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let section = readme
+        .split("### After a failure: relayout")
+        .nth(1)
+        .expect("README has the re-layout section");
+    let block = section.split("```sh\n").nth(1).unwrap();
+    let (block, after) = block.split_once("```").unwrap();
+    let first = block.lines().next().unwrap();
+    let words: Vec<&str> = first
+        .strip_prefix("cargo run --release -- ")
+        .unwrap_or_else(|| panic!("{first}"))
+        .split_whitespace()
+        .collect();
+    // The spare flag (either name) and its value.
+    let spare = words
+        .iter()
+        .position(|w| *w == "--spare-nodes" || *w == "--spare-hosts")
+        .unwrap_or_else(|| panic!("the first command gives no spare node: {first}"));
+    let counts = |words: &[&str]| -> BTreeMap<String, u64> {
+        let mut args = words.to_vec();
+        args.extend(["--format", "json"]);
+        let v: Value = serde_json::from_str(&stdout_args(&args)).unwrap();
         v["policies"]
             .as_array()
             .unwrap()
             .iter()
-            .find(|r| r["policy"] == policy)
-            .unwrap()["plan"]["new_communicators"]
-            .as_u64()
-            .unwrap()
+            .filter_map(|r| {
+                let n = r["plan"]["new_communicators"].as_u64()?;
+                Some((r["policy"].as_str().unwrap().to_string(), n))
+            })
+            .collect()
     };
-    let spare = plan(&["--failed-ranks", "200-203", "--spare-nodes", "1"]);
-    assert_eq!(
-        ["drop-replica", "spare", "shift-ranks", "fill-gaps"].map(|p| new(&spare, p)),
-        [0, 9, 343, 9]
+    let with = counts(&words);
+    let without: Vec<&str> = words
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != spare && *i != spare + 1)
+        .map(|(_, w)| *w)
+        .collect();
+    let without = counts(&without);
+    let text = after
+        .split("\n\n")
+        .find(|p| !p.trim().is_empty())
+        .unwrap()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    // The spare policy's count, then, after each mention of `FillGaps`,
+    // the first "N and M": ShiftRanks' and FillGaps' counts, first with
+    // the command's spare node, then without.
+    let number = |w: &str| w.trim_end_matches([',', '.', ';']).parse::<u64>().ok();
+    assert!(
+        text.split("creates ").skip(1).any(|after| after
+            .split_whitespace()
+            .next()
+            .and_then(number)
+            == Some(with["spare"])),
+        "README lacks the spare policy's {}: {text}",
+        with["spare"]
     );
-    let none = plan(&["--failed-ranks", "200-203"]);
+    let pairs: Vec<(u64, u64)> = text
+        .split("`FillGaps`")
+        .skip(1)
+        .filter_map(|after| {
+            let words: Vec<&str> = after.split_whitespace().collect();
+            words
+                .windows(3)
+                .find_map(|w| match (number(w[0]), w[1], number(w[2])) {
+                    (Some(a), "and", Some(b)) => Some((a, b)),
+                    _ => None,
+                })
+        })
+        .collect();
     assert_eq!(
-        ["shift-ranks", "fill-gaps"].map(|p| new(&none, p)),
-        [427, 313]
+        pairs,
+        [
+            (with["shift-ranks"], with["fill-gaps"]),
+            (without["shift-ranks"], without["fill-gaps"])
+        ],
+        "README's ShiftRanks and FillGaps counts (with the first command's spare node, then without) are not what the commands print: {text}"
     );
+    assert_eq!(with["drop-replica"], 0);
+    assert!(text.contains("creating no communicator"), "{text}");
+    // The figures themselves, as of this writing.
+    assert_eq!(
+        ["spare", "shift-ranks", "fill-gaps"].map(|p| with[p]),
+        [9, 343, 9]
+    );
+    assert_eq!(["shift-ranks", "fill-gaps"].map(|p| without[p]), [427, 313]);
 }
