@@ -34,6 +34,12 @@ fn plan(extra: &[&str]) -> Value {
     serde_json::from_str(&stdout_args(&args)).unwrap()
 }
 
+/// The worked case's plan when ranks 200-203 fail, under the spare policy
+/// with one spare node given by `flag`.
+fn spare(flag: &str) -> Value {
+    plan(&["--failed-ranks", "200-203", "--policy", "spare", flag, "1"])
+}
+
 /// The report's `spare_hosts`.
 fn spare_hosts(v: &Value) -> Vec<&str> {
     v["spare_hosts"]
@@ -96,14 +102,7 @@ fn worked_case_through_the_command() {
     assert_eq!(v["kinds"]["tp"]["kept"], 140);
     assert_eq!(v["kinds"]["pp"]["kept"], 280);
     // The spare takes ranks 200-203 in order.
-    let v = plan(&[
-        "--failed-ranks",
-        "200-203",
-        "--policy",
-        "spare",
-        "--spare-nodes",
-        "1",
-    ]);
+    let v = spare("--spare-nodes");
     let new_rank = v["new_rank"].as_array().unwrap();
     assert_eq!(
         new_rank[1152..]
@@ -229,22 +228,8 @@ fn spare_of_the_same_rack_from_the_host_table() {
 /// `--spare-hosts`, its old name, gives the same plan.
 #[test]
 fn spare_nodes_and_its_old_name() {
-    let new = plan(&[
-        "--failed-ranks",
-        "200-203",
-        "--policy",
-        "spare",
-        "--spare-nodes",
-        "1",
-    ]);
-    let old = plan(&[
-        "--failed-ranks",
-        "200-203",
-        "--policy",
-        "spare",
-        "--spare-hosts",
-        "1",
-    ]);
+    let new = spare("--spare-nodes");
+    let old = spare("--spare-hosts");
     assert_eq!(new, old);
     assert_eq!(new["world_size"], 1152);
 }

@@ -56,6 +56,7 @@ use crate::error::Result;
 use crate::kind::Kind;
 use crate::layout::Layout;
 use crate::mesh::Mesh;
+use crate::plan::groups::Groups;
 
 impl KindGroups {
     /// `kind`'s groups of `layout`, as ranks of the job (the layout's ranks
@@ -64,15 +65,11 @@ impl KindGroups {
     /// # Errors
     /// The layout's error for a kind it does not have.
     pub fn of_layout(layout: &Layout, kind: Kind) -> Result<KindGroups> {
-        let offset = layout.rank_offset();
-        let groups = layout
-            .groups(kind)?
-            .map(|g| g.iter().map(|r| r - offset).collect())
-            .collect();
-        Ok(KindGroups {
-            name: kind.to_string(),
-            groups,
-        })
+        Ok(KindGroups::of_job(
+            kind.to_string(),
+            layout.groups(kind)?,
+            layout.rank_offset(),
+        ))
     }
 
     /// The groups of `mesh`'s dim set `spec` (`tp`, `cp-dp`, `expert:ep`,
@@ -82,14 +79,22 @@ impl KindGroups {
     /// # Errors
     /// The mesh's error for a dim set it does not have.
     pub fn of_mesh(mesh: &Mesh, spec: &str) -> Result<KindGroups> {
-        let offset = mesh.rank_offset();
-        let groups = mesh
-            .groups(spec)?
-            .map(|g| g.iter().map(|r| r - offset).collect())
-            .collect();
-        Ok(KindGroups {
-            name: spec.to_string(),
-            groups,
-        })
+        Ok(KindGroups::of_job(
+            spec.to_string(),
+            mesh.groups(spec)?,
+            mesh.rank_offset(),
+        ))
+    }
+
+    /// `groups`, named `name`, as ranks of a job whose first rank is
+    /// `offset` (every member is at least `offset`: the groups are the
+    /// job's own).
+    fn of_job(name: String, groups: Groups<'_>, offset: u32) -> KindGroups {
+        KindGroups {
+            name,
+            groups: groups
+                .map(|g| g.iter().map(|r| r - offset).collect())
+                .collect(),
+        }
     }
 }
