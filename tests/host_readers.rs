@@ -400,13 +400,11 @@ fn restrict_to_the_job_nodelist() {
 #[test]
 fn a_read_table_places_a_job() {
     let hosts = Hosts::parse_nvidia_smi(&fixture("nvidia_smi.txt")).unwrap();
-    let tp = KindGroups {
-        name: "tp".to_string(),
-        groups: (0..2).map(|g| (8 * g..8 * g + 8).collect()).collect(),
-    };
+    let tp = KindGroups::new("tp", (0..2).map(|g| (8 * g..8 * g + 8).collect()).collect());
     let plan = place(
         16,
         std::slice::from_ref(&tp),
+        &[],
         &hosts,
         &PlaceOptions::default(),
     )
@@ -565,9 +563,8 @@ fn a_placeholder_switch_is_no_domain() {
         rank_layout::Kind::TP,
     )
     .unwrap();
-    let mut options = PlaceOptions::default();
-    options.gpus_per_node = Some(4);
-    let plan = place(32, std::slice::from_ref(&tp), &hosts, &options).unwrap();
+    let options = PlaceOptions::default().gpus_per_node(4);
+    let plan = place(32, std::slice::from_ref(&tp), &[], &hosts, &options).unwrap();
     assert_eq!(plan.crossing(&hosts, &tp).domain_crossing(), 2);
 }
 
@@ -681,7 +678,7 @@ fn one_gpu_count_rule() {
         none.gpus_per_node(None)
             .unwrap_err()
             .to_string()
-            .contains("give gpus_per_node")
+            .contains("give PlaceOptions::gpus_per_node")
     );
 }
 

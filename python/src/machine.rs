@@ -190,19 +190,14 @@ pub(crate) fn reader(
 }
 
 /// How to place: `gpus_per_node` (`None`: the table's) and `shortfall`.
-// `PlaceOptions` is built field by field, as a `#[non_exhaustive]` struct
-// is outside its crate.
-#[allow(clippy::field_reassign_with_default)]
 fn place_options(
     gpus_per_node: Option<&Bound<'_, PyAny>>,
     shortfall: Shortfall,
 ) -> PyResult<PlaceOptions> {
-    let mut options = PlaceOptions::default();
-    options.gpus_per_node = match gpus_per_node {
-        Some(g) if !g.is_none() => Some(size("gpus_per_node", g)?),
-        _ => None,
-    };
-    options.shortfall = shortfall;
+    let mut options = PlaceOptions::default().shortfall(shortfall);
+    if let Some(g) = gpus_per_node.filter(|g| !g.is_none()) {
+        options = options.gpus_per_node(size("gpus_per_node", g)?);
+    }
     Ok(options)
 }
 

@@ -46,11 +46,11 @@ impl Hosts {
         match (found.next(), found.next()) {
             (Some(&g), None) => Ok(g),
             (None, _) => Err(Error::NoPlacement {
-                problem: "the GPUs per node are unknown: the host table gives no GPU count of a healthy host; give gpus_per_node".to_string(),
+                problem: "the GPUs per node are unknown: the host table gives no GPU count of a healthy host; give PlaceOptions::gpus_per_node".to_string(),
             }),
             (Some(_), Some(_)) => Err(Error::NoPlacement {
                 problem: format!(
-                    "the healthy hosts give different GPU counts ({}): give gpus_per_node",
+                    "the healthy hosts give different GPU counts ({}): give PlaceOptions::gpus_per_node",
                     counts
                         .iter()
                         .map(|(g, n)| format!("{g} on {n} host(s)"))

@@ -62,9 +62,9 @@ impl HostFailure {
             failed_index.push(i);
         }
         let mut failed = failed_ranks.to_vec();
-        for (n, host) in plan.node_hosts.iter().enumerate() {
+        for (n, host) in (0u64..).zip(&plan.node_hosts) {
             if failed_index.contains(host) {
-                let first = u64::from(rank_offset) + n as u64 * u64::from(g);
+                let first = u64::from(rank_offset) + n * u64::from(g);
                 failed.extend((0..u64::from(g)).filter_map(|l| u32::try_from(first + l).ok()));
             }
         }

@@ -1,11 +1,13 @@
 //! The layout on the real machine: the hosts a job got ([`Hosts`], read
 //! from any of the formats clusters have by [`Hosts::parse`] and
 //! [`HostsReader`]), the node order that keeps the groups that must stay
-//! inside an NVLink domain inside one ([`place`]), how every kind's groups
-//! then fall on the topology ([`NodePlan::crossing`]), the launcher files
-//! that start each rank where it was placed ([`Launcher`]), and what fails
-//! when hosts fail ([`HostFailure`]). [`Placed`] holds a placement whole:
-//! the command line and the Python bindings read every answer from it.
+//! inside an NVLink domain inside one and the other kinds' groups under few
+//! parents of the topology tree ([`place`]), how every kind's groups then
+//! fall on each level of the topology, placed and in the table's order
+//! ([`NodePlan::kinds`], [`NodePlan::crossing`]), the launcher files that
+//! start each rank where it was placed ([`Launcher`]), and what fails when
+//! hosts fail ([`HostFailure`]). [`Placed`] holds a placement whole: the
+//! command line and the Python bindings read every answer from it.
 //!
 //! The unit of placement is a whole node: every GPU of a node is in the
 //! node's domain, so a permutation of nodes (logical node -> host) with GPU
@@ -19,13 +21,14 @@
 //! let hosts = Hosts::parse_plain("n0 rackA 4\nn1 rackB 4\nn2 rackA 4\nn3 rackB 4\n")?;
 //! let layout = Layout::new(&Config::new().tp(8).world_size(16))?;
 //! let tp = KindGroups::of_layout(&layout, Kind::TP)?;
-//! let plan = place(16, &[tp.clone()], &hosts, &PlaceOptions::default())?;
+//! let plan = place(16, &[tp.clone()], &[], &hosts, &PlaceOptions::default())?;
 //! assert_eq!(plan.crossing(&hosts, &tp).domain_crossing(), 0);
 //! let plain = rank_layout::machine::NodePlan::plain(16, &hosts, 4)?;
 //! assert_eq!(plain.crossing(&hosts, &tp).domain_crossing(), 2);
 //! # Ok::<(), rank_layout::Error>(())
 //! ```
 
+mod fill;
 mod gpus_per_node;
 mod host_failure;
 mod hostlist;
@@ -39,6 +42,8 @@ mod nodelist;
 mod place;
 mod placed;
 mod read;
+mod straddle;
+mod tree;
 
 pub use host_failure::HostFailure;
 pub use hostlist::{MAX_HOSTS, expand_hostlist};
@@ -47,8 +52,8 @@ pub use hosts_format::HostsFormat;
 pub use hosts_reader::{HostsRead, HostsReader};
 pub use launcher::Launcher;
 pub use layout_place::{default_must_fit, place_layout};
-pub use place::{Crossing, KindGroups, NodePlan, PlaceOptions, Shortfall, place};
-pub use placed::{KindCrossing, Placed, Shrunk};
+pub use place::{Crossing, KindCrossing, KindGroups, NodePlan, PlaceOptions, Shortfall, place};
+pub use placed::{Placed, Shrunk};
 #[cfg(feature = "serde")]
 pub use read::DEFAULT_CLIQUE_LABEL;
 

@@ -2,6 +2,8 @@
 //! `place` (and `check --hosts`, `rank --hosts`, `relayout --hosts`) and
 //! Python's `place` read their answers from.
 
+use std::borrow::Cow;
+
 use crate::error::{Error, Result};
 use crate::kind::Kind;
 use crate::layout::Layout;
@@ -9,15 +11,16 @@ use crate::machine::host_failure::HostFailure;
 use crate::machine::hosts::Hosts;
 use crate::machine::launcher::Launcher;
 use crate::machine::layout_place::{default_must_fit, place_layout};
-use crate::machine::place::{Crossing, KindGroups, NodePlan, PlaceOptions, Shortfall, place};
+use crate::machine::place::{KindCrossing, KindGroups, NodePlan, PlaceOptions, Shortfall, place_with};
 use crate::mesh::Mesh;
 
 /// The dims of a mesh kept inside a domain unless told, those it has.
 const MESH_MUST_FIT: [&str; 3] = ["tp", "cp", "ep"];
 
 /// A job placed on a host table: the table, the node order
-/// ([`NodePlan`]), the plain order of the table for comparison, the
-/// must-fit kinds' groups, and the smaller layout of
+/// ([`NodePlan`], with every kind placed and how it falls by level, placed
+/// and in the table's order), the plain order of the table for comparison,
+/// the must-fit kinds' groups, and the smaller layout of
 /// [`Shortfall::Shrink`]. Built once; every answer (crossings by level,
 /// host names, launcher files, the failure of hosts) is read from it.
 ///
@@ -60,20 +63,6 @@ pub struct Shrunk {
     pub from_world_size: u32,
 }
 
-/// How one kind's groups fall on the topology, in the placed order and in
-/// the table's plain order.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct KindCrossing {
-    /// In the placed order (by level, outermost first).
-    pub placed: Crossing,
-    /// With the job on the first usable hosts of the table's order;
-    /// `None` when the table cannot hold it so.
-    pub plain: Option<Crossing>,
-    /// Whether it is one of the must-fit kinds.
-    pub must_fit: bool,
-}
-
 impl Placed {
     /// `layout` placed on `hosts`, its `must_fit` kinds (default:
     /// [`default_must_fit`]) inside domains, as [`place_layout`] places it;
@@ -114,12 +103,14 @@ impl Placed {
 
     /// `mesh` placed on `hosts`, the groups of its `must_fit` dim sets
     /// (default: its `tp`, `cp` and `ep` dims, those it has) inside
-    /// domains, as [`place`] places them.
+    /// domains and those of its other dim sets (its dims, its views' dims
+    /// and its flattens) under few parents of the topology tree, as
+    /// [`place`](crate::machine::place) places them.
     ///
     /// # Errors
     /// The GPU count's; [`Error::NoPlacement`] for [`Shortfall::Shrink`]
     /// (a mesh has no data-parallel size to lower); the mesh's for a dim
-    /// set it does not have; [`place`]'s.
+    /// set it does not have; [`place`](crate::machine::place)'s.
     pub fn mesh(
         mesh: &Mesh,
         must_fit: Option<&[&str]>,
@@ -142,24 +133,48 @@ impl Placed {
             .iter()
             .map(|n| KindGroups::of_mesh(mesh, n))
             .collect::<Result<Vec<_>>>()?;
-        let mut placed = Placed::groups(mesh.world_size(), kinds, hosts, options)?;
-        placed.rank_offset = mesh.rank_offset();
-        Ok(placed)
+        let others = || {
+            mesh_sets(mesh)
+                .iter()
+                .filter(|set| !names.contains(&set.as_str()))
+                .map(|set| KindGroups::of_mesh(mesh, set))
+                .collect::<Result<Vec<_>>>()
+                .map(Cow::Owned)
+        };
+        let options = resolved(&hosts, options)?;
+        let plan = place_with(mesh.world_size(), &kinds, others, &hosts, &options)?;
+        Ok(Placed::new(
+            hosts,
+            mesh.rank_offset(),
+            None,
+            None,
+            plan,
+            kinds,
+        ))
     }
 
     /// A job of `world` ranks (counted from 0) placed on `hosts`, the
-    /// groups of `must_fit` inside domains, as [`place`] places them.
+    /// groups of `must_fit` inside domains and those of `others` under few
+    /// parents of the topology tree, as [`place`](crate::machine::place)
+    /// places them.
     ///
     /// # Errors
-    /// The GPU count's and [`place`]'s.
+    /// The GPU count's and [`place`](crate::machine::place)'s.
     pub fn groups(
         world: u32,
         must_fit: Vec<KindGroups>,
+        others: &[KindGroups],
         hosts: Hosts,
         options: &PlaceOptions,
     ) -> Result<Placed> {
         let options = resolved(&hosts, options)?;
-        let plan = place(world, &must_fit, &hosts, &options)?;
+        let plan = place_with(
+            world,
+            &must_fit,
+            || Ok(Cow::Borrowed(others)),
+            &hosts,
+            &options,
+        )?;
         Ok(Placed::new(hosts, 0, None, None, plan, must_fit))
     }
 
@@ -258,9 +273,22 @@ impl Placed {
         self.plan.gpus_per_node
     }
 
-    /// How each must-fit kind's groups fall, placed and plain.
+    /// How each must-fit kind's groups fall, placed and plain (as the
+    /// placement compared them: [`NodePlan::kinds`]).
     pub fn crossings(&self) -> Vec<KindCrossing> {
-        self.must_fit.iter().map(|k| self.crossing(k)).collect()
+        self.plan
+            .kinds
+            .iter()
+            .filter(|k| k.must_fit)
+            .cloned()
+            .collect()
+    }
+
+    /// How every kind placed falls, placed and plain: the must-fit kinds,
+    /// then the others in the order of the comparison
+    /// ([`NodePlan::kinds`]); empty for [`Placed::table_order`].
+    pub fn kinds(&self) -> &[KindCrossing] {
+        &self.plan.kinds
     }
 
     /// How `kind`'s groups (as ranks of the job) fall, placed and plain;
@@ -277,10 +305,7 @@ impl Placed {
     /// hosts of more than one domain in the placed order (a host of an
     /// unknown domain is a domain of its own).
     pub fn crosses_domains(&self, members: &[u32]) -> bool {
-        let one = KindGroups {
-            name: String::new(),
-            groups: vec![members.to_vec()],
-        };
+        let one = KindGroups::new(String::new(), vec![members.to_vec()]);
         self.plan.crossing(&self.hosts, &one).domain_crossing() > 0
     }
 
@@ -350,6 +375,19 @@ impl Placed {
 fn nodes_ranks(plan: &NodePlan) -> u32 {
     let nodes = u32::try_from(plan.node_hosts.len()).unwrap_or(u32::MAX);
     nodes.saturating_mul(plan.gpus_per_node)
+}
+
+/// The dim sets of `mesh` with groups: its dims, each view's dims (as
+/// `view:dim`) and its flattens.
+fn mesh_sets(mesh: &Mesh) -> Vec<String> {
+    let mut sets: Vec<String> = mesh.dims().map(|(name, _)| name.to_owned()).collect();
+    for view in mesh.views() {
+        if let Ok(dims) = mesh.view_dims(view) {
+            sets.extend(dims.map(|(name, _)| format!("{view}:{name}")));
+        }
+    }
+    sets.extend(mesh.flattens().map(|(name, _)| name.to_owned()));
+    sets
 }
 
 /// `options` with the GPUs per node of [`Hosts::gpus_per_node`].

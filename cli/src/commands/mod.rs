@@ -54,6 +54,7 @@ commands! {
     mod bridge; Bridge(bridge::BridgeArgs),
     mod place; Place(place::PlaceArgs),
     mod relayout; Relayout(relayout::RelayoutArgs),
+    mod reshard; Reshard(reshard::ReshardArgs),
 }
 
 /// Process-group rank layouts of distributed training (Megatron-LM

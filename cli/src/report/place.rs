@@ -84,7 +84,13 @@ pub struct PlaceReport {
     crossing: BTreeMap<String, usize>,
     /// The same with the hosts in the table's order.
     plain_crossing: BTreeMap<String, usize>,
+    /// Every kind placed (the must-fit kinds, then the others in the order
+    /// the placement compared them with the table's order), then the
+    /// target's other kinds.
     kinds: Vec<KindOut>,
+    /// Whether the node order is the table's: it crossed fewer groups where
+    /// the two first differ.
+    table_order: bool,
     shrunk: Option<ShrunkOut>,
     notes: Vec<String>,
     launchers: Vec<LauncherOut>,
@@ -92,7 +98,8 @@ pub struct PlaceReport {
 
 impl PlaceReport {
     /// The report of `placed`, the job of `target` (the layout placed when
-    /// it shrank): its must-fit kinds as placed, then every other kind.
+    /// it shrank): every kind placed as the placement compared it with the
+    /// table's order ([`Placed::kinds`]), then every other kind.
     ///
     /// # Errors
     /// A kind the target cannot list.
@@ -102,10 +109,10 @@ impl PlaceReport {
             given: layout.config().clone(),
         });
         let target = shrunk_target.as_ref().unwrap_or(target);
-        let mut kinds: Vec<KindOut> = placed.crossings().into_iter().map(KindOut::from).collect();
+        let mut kinds: Vec<KindOut> = placed.kinds().iter().cloned().map(KindOut::from).collect();
         let mut crossing = BTreeMap::new();
         let mut plain_crossing = BTreeMap::new();
-        for k in &kinds {
+        for k in kinds.iter().filter(|k| k.must_fit) {
             crossing.insert(k.kind.clone(), k.crossing.last().copied().unwrap_or(0));
             if let Some(&p) = k.plain_crossing.last() {
                 plain_crossing.insert(k.kind.clone(), p);
@@ -133,6 +140,7 @@ impl PlaceReport {
             crossing,
             plain_crossing,
             kinds,
+            table_order: plan.table_order,
             shrunk: placed.shrunk().map(ShrunkOut::from),
             notes: plan.notes.clone(),
             launchers: Launcher::ALL
@@ -167,22 +175,51 @@ impl fmt::Display for PlaceReport {
             )?;
         }
         writeln!(f)?;
+        // Every level, outermost first, where the topology has more than
+        // the domain.
+        let levels = self.kinds.iter().any(|k| k.crossing.len() > 1);
         writeln!(
             f,
-            "kind       groups  crossing a domain  (hosts in table order)"
+            "kind       groups  crossing a domain  (hosts in table order){}",
+            if levels {
+                "  by level, outermost first"
+            } else {
+                ""
+            }
         )?;
+        let by_level = |v: &[usize]| {
+            v.iter()
+                .map(usize::to_string)
+                .collect::<Vec<_>>()
+                .join("/")
+        };
         for k in &self.kinds {
+            let plain = k
+                .plain_crossing
+                .last()
+                .map_or("-".to_string(), usize::to_string);
+            let plain = format!("({plain})");
+            let plain = if levels {
+                let table = if k.plain_crossing.is_empty() {
+                    "-".to_string()
+                } else {
+                    by_level(&k.plain_crossing)
+                };
+                format!("{plain:<22}  {} ({table})", by_level(&k.crossing))
+            } else {
+                plain
+            };
             writeln!(
                 f,
-                "{:<10} {:>6}  {:>17}  ({}){}",
+                "{:<10} {:>6}  {:>17}  {plain}{}",
                 k.kind,
                 k.groups,
                 k.crossing.last().copied().unwrap_or(0),
-                k.plain_crossing
-                    .last()
-                    .map_or("-".to_string(), usize::to_string),
                 if k.must_fit { "  must fit" } else { "" }
             )?;
+        }
+        if self.table_order {
+            writeln!(f, "the node order is the table's (see the note)")?;
         }
         writeln!(f)?;
         writeln!(f, "node  host")?;

@@ -93,9 +93,8 @@ fn check(hosts: &Hosts) {
         rank_layout::Kind::TP,
     )
     .expect("the layout has tp");
-    let mut options = PlaceOptions::default();
-    options.gpus_per_node = Some(gpus);
-    if let Ok(placed) = Placed::groups(world, vec![tp], hosts.clone(), &options) {
+    let options = PlaceOptions::default().gpus_per_node(gpus);
+    if let Ok(placed) = Placed::groups(world, vec![tp], &[], hosts.clone(), &options) {
         let plan = placed.plan();
         let mut used = plan.node_hosts.clone();
         used.sort_unstable();
