@@ -11,7 +11,9 @@ use crate::machine::host_failure::HostFailure;
 use crate::machine::hosts::Hosts;
 use crate::machine::launcher::Launcher;
 use crate::machine::layout_place::{default_must_fit, place_layout};
-use crate::machine::place::{KindCrossing, KindGroups, NodePlan, PlaceOptions, Shortfall, place_with};
+use crate::machine::place::{
+    KindCrossing, KindGroups, NodePlan, PlaceOptions, Shortfall, place_with,
+};
 use crate::mesh::Mesh;
 
 /// The dims of a mesh kept inside a domain unless told, those it has.

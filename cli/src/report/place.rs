@@ -187,12 +187,7 @@ impl fmt::Display for PlaceReport {
                 ""
             }
         )?;
-        let by_level = |v: &[usize]| {
-            v.iter()
-                .map(usize::to_string)
-                .collect::<Vec<_>>()
-                .join("/")
-        };
+        let by_level = |v: &[usize]| v.iter().map(usize::to_string).collect::<Vec<_>>().join("/");
         for k in &self.kinds {
             let plain = k
                 .plain_crossing
