@@ -27,7 +27,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use rank_layout::machine::{PlaceOptions, Shortfall};
+use rank_layout::machine::{Hosts, PlaceOptions, Shortfall};
 use rank_layout::megatron::{MegatronArg, MegatronArgs, MegatronValue, Source, weight_shards};
 use rank_layout::{Config, Error, Layout, Topology};
 use rank_layout_cli::config_file;
@@ -51,23 +51,42 @@ pub struct Setup {
     pub topology: Topology,
     /// GPUs per node as given (the flag over the file), `None` when
     /// neither gives it: with a host table, the table's count applies
-    /// ([`rank_layout::machine::Hosts::gpus_per_node`]).
+    /// ([`Setup::gpus_on`]).
     pub gpus_per_node: Option<u32>,
     /// Lines for stderr: the Megatron-LM arguments `--megatron-args` used.
     pub notes: Vec<String>,
 }
 
 impl Setup {
-    /// How to place the job: the GPUs per node as given (else the host
-    /// table's) and `shortfall`.
-    // `PlaceOptions` is built field by field, as a `#[non_exhaustive]`
-    // struct is outside its crate.
-    #[allow(clippy::field_reassign_with_default)]
-    pub fn place_options(&self, shortfall: Shortfall) -> PlaceOptions {
-        let mut options = PlaceOptions::default();
-        options.gpus_per_node = self.gpus_per_node;
-        options.shortfall = shortfall;
-        options
+    /// The GPUs per node of the job on `hosts`: as given (the flag over
+    /// the file), else the count of the table's healthy hosts, the
+    /// library's one rule ([`Hosts::gpus_per_node`]).
+    ///
+    /// # Errors
+    /// The library's, naming the command's flag and key where it names the
+    /// library's field.
+    pub fn gpus_on(&self, hosts: &Hosts) -> Result<u32, Failure> {
+        hosts.gpus_per_node(self.gpus_per_node).map_err(|e| {
+            Failure::Message(e.to_string().replace(
+                "PlaceOptions::gpus_per_node",
+                "--gpus-per-node (or gpus_per_node in --config)",
+            ))
+        })
+    }
+
+    /// How to place the job on `hosts`: its GPUs per node
+    /// ([`Setup::gpus_on`]) and `shortfall`.
+    ///
+    /// # Errors
+    /// As [`Setup::gpus_on`].
+    pub fn place_options(
+        &self,
+        hosts: &Hosts,
+        shortfall: Shortfall,
+    ) -> Result<PlaceOptions, Failure> {
+        Ok(PlaceOptions::default()
+            .gpus_per_node(self.gpus_on(hosts)?)
+            .shortfall(shortfall))
     }
 }
 

@@ -38,19 +38,16 @@ impl OnHosts {
         };
         let hosts = hosts_file::read(path, machine.hosts_read.reader())?;
         let (placed, order) = if machine.placed {
-            let options = setup.place_options(Shortfall::Straddle);
+            let options = setup.place_options(&hosts, Shortfall::Straddle)?;
             let placed = match target {
                 Target::Layout { layout, .. } => Placed::layout(layout, None, hosts, &options)?,
                 Target::Mesh(m) => Placed::mesh(&m.mesh, None, hosts, &options)?,
             };
             (placed, "placed")
         } else {
-            let placed = Placed::table_order(
-                target.world_size(),
-                target.rank_offset(),
-                hosts,
-                setup.gpus_per_node,
-            )?;
+            let g = setup.gpus_on(&hosts)?;
+            let placed =
+                Placed::table_order(target.world_size(), target.rank_offset(), hosts, Some(g))?;
             (placed, "table")
         };
         Ok(Some(OnHosts {

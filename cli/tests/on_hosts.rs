@@ -214,8 +214,10 @@ fn gpus_per_node_of_the_config_and_of_the_healthy_hosts() {
             8,
             "{command:?}"
         );
-        // Without a count anywhere: refused, saying what to give.
-        fails_with_args(&args, "gpus_per_node");
+        // Without a count anywhere: refused, naming the command's flag and
+        // key (not the library's field).
+        let stderr = fails_with_args(&args, "--gpus-per-node (or gpus_per_node in --config)");
+        assert!(!stderr.contains("PlaceOptions"), "{stderr}");
     }
     // relayout --hosts too: host n3's node is 2 ranks (of 16), so dropping
     // its tp-4 replica leaves 12.
@@ -234,7 +236,7 @@ fn gpus_per_node_of_the_config_and_of_the_healthy_hosts() {
         "--format",
         "json",
     ];
-    fails_with_args(&relayout, "gpus_per_node");
+    fails_with_args(&relayout, "--gpus-per-node (or gpus_per_node in --config)");
     relayout.extend(["--config", c]);
     let v = json(&relayout);
     assert_eq!(
@@ -251,6 +253,16 @@ fn gpus_per_node_of_the_config_and_of_the_healthy_hosts() {
     // span 2 nodes of 2 GPUs (inside one node of the default 8).
     let v = check(&["--config", c]);
     assert_eq!(v["kinds"]["tp"]["cross_node_groups"], 4, "{v}");
+    // Healthy hosts of different counts: refused, naming the flag.
+    std::fs::write(&table, "a r0 2\nb r0 4\n").unwrap();
+    for command in ["check", "place"] {
+        let args = [command, "--tp", "2", "--world-size", "4", "--hosts", t];
+        let stderr = fails_with_args(&args, "--gpus-per-node");
+        assert!(
+            stderr.contains("2 on 1 host(s), 4 on 1 host(s)"),
+            "{stderr}"
+        );
+    }
     // A table whose healthy hosts give 4 GPUs and a down host 8.
     std::fs::write(&table, "a r0 4\nb r0 4\nc r1 4\nd r1 4\ne r1 8 down\n").unwrap();
     let v = check(&["--kind", "tp"]);

@@ -83,7 +83,7 @@ pub fn run(args: &PlaceArgs) -> Result<Outcome, Failure> {
         ));
     };
     let hosts = hosts_file::read(&args.hosts, args.hosts_read.reader())?;
-    let options = setup.place_options(args.on_shortfall);
+    let options = setup.place_options(&hosts, args.on_shortfall)?;
     let must: Option<Vec<DimSet>> = if args.must_fit.is_empty() {
         None
     } else {

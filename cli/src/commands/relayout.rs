@@ -111,7 +111,7 @@ pub fn run(args: &RelayoutArgs) -> Result<Outcome, Failure> {
     let (lost, spare_hosts) = match &args.hosts {
         Some(path) => {
             let hosts = hosts_file::read(path, args.hosts_read.reader())?;
-            let options = setup.place_options(Shortfall::Straddle);
+            let options = setup.place_options(&hosts, Shortfall::Straddle)?;
             let placed = Placed::layout(&layout, None, hosts, &options)?;
             let names: Vec<&str> = args.failed_hosts.iter().map(String::as_str).collect();
             let on_hosts = placed.fail(&names, &failed)?;
