@@ -67,6 +67,11 @@ fn corpus_modules_file() {
 }
 
 #[test]
+fn corpus_host_table() {
+    replay(CORPUS, "host_table", entries::host_table);
+}
+
+#[test]
 fn corpus_nvidia_smi() {
     replay(CORPUS, "nvidia_smi", entries::nvidia_smi);
 }

@@ -10,8 +10,9 @@ use std::collections::BTreeSet;
 
 use proptest::prelude::*;
 use rank_layout::machine::{
-    Host, Hosts, KindGroups, NodePlan, PlaceOptions, default_must_fit, place_layout,
+    Host, Hosts, KindGroups, NodePlan, PlaceOptions, Placed, default_must_fit, place, place_layout,
 };
+use rank_layout::mesh::Mesh;
 use rank_layout::{Config, Kind, Layout};
 
 fn fixture(name: &str) -> String {
@@ -64,6 +65,49 @@ fn topograph_sim_tree_keeps_each_dp_group_under_one_spine() {
     let want: BTreeSet<&str> = ["switch.1.1", "switch.1.2", "switch.1.3", "switch.1.4"].into();
     assert_eq!(leaves, want);
     assert!(!plan.table_order);
+}
+
+/// `Placed` reads every kind's crossings from its plan (no second count):
+/// a layout's are `place_layout`'s; a mesh's other dim sets (here dp and
+/// pp) are placed as `place`'s others, so the mesh of the same groups
+/// keeps each dp group under one spine as the layout does.
+#[test]
+fn placed_reads_the_plan_s_kinds_for_a_layout_and_a_mesh() {
+    let hosts = Hosts::parse_topology_conf(&fixture("topograph_slinky_oci_sim_tree.conf")).unwrap();
+    let options = PlaceOptions::default().gpus_per_node(8);
+    let layout = Layout::new(&Config::new().tp(8).pp(2).world_size(256)).unwrap();
+    let (_, plan) = place_layout(&layout, &default_must_fit(&layout), &hosts, &options).unwrap();
+    let placed = Placed::layout(&layout, None, hosts.clone(), &options).unwrap();
+    assert_eq!(placed.plan(), &plan);
+    assert_eq!(placed.kinds(), plan.kinds.as_slice());
+    let must: Vec<_> = plan.kinds.iter().filter(|k| k.must_fit).cloned().collect();
+    assert_eq!(placed.crossings(), must);
+    // The mesh of the same tp, dp and pp groups (first dim fastest).
+    let mesh = Mesh::new([("tp", 8), ("dp", 16), ("pp", 2)]).unwrap();
+    let placed = Placed::mesh(&mesh, None, hosts.clone(), &options).unwrap();
+    let group = |name: &str| KindGroups::of_mesh(&mesh, name).unwrap();
+    let direct = place(
+        256,
+        &[group("tp")],
+        &[group("dp"), group("pp")],
+        &hosts,
+        &options,
+    )
+    .unwrap();
+    assert_eq!(placed.plan(), &direct);
+    let names: Vec<&str> = placed
+        .kinds()
+        .iter()
+        .map(|k| k.placed.name.as_str())
+        .collect();
+    assert_eq!(names, ["tp", "dp", "pp"]);
+    let dp = &placed.kinds()[1];
+    assert_eq!(dp.placed.crossing, [0, 0, 16]);
+    assert_eq!(
+        dp.placed,
+        plan.crossing(&hosts, &KindGroups::of_layout(&layout, Kind::DP).unwrap())
+    );
+    assert_eq!(placed.crossings().len(), 1);
 }
 
 #[test]

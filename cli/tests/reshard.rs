@@ -340,3 +340,39 @@ fn bad_input_is_named() {
         "model argument num_layers: missing",
     );
 }
+
+/// `--hosts` reads every host table format, as `place` does: the same
+/// racks as a plain table, as Slurm's `topology.conf` blocks (no GPU
+/// counts: `--gpus-per-node` sizes the nodes) and as `--nodes-per-domain`
+/// give the same plan and costs; a file that is not the format named is
+/// refused naming the file.
+#[test]
+fn hosts_in_every_format() {
+    let (dir, a, b, t) = setup("hosts-formats");
+    let plain = file(&dir, "hosts.txt", "n0 r0 4\nn1 r0 4\nn2 r1 4\nn3 r1 4\n");
+    let blocks = file(
+        &dir,
+        "topology.conf",
+        "BlockName=r0 Nodes=n[0-1]\nBlockName=r1 Nodes=n[2-3]\n",
+    );
+    let (a, b, t, plain, blocks) = (s(&a), s(&b), s(&t), s(&plain), s(&blocks));
+    let base = [
+        "--from",
+        a,
+        "--to",
+        b,
+        "--tensors",
+        t,
+        "--gpus-per-node",
+        "4",
+    ];
+    let with = |extra: &[&str]| plan(&[&base[..], extra].concat());
+    let by_domains = with(&["--nodes-per-domain", "2"]);
+    assert!(by_domains["cross_domain_bytes"].as_u64().unwrap() > 0);
+    assert_eq!(with(&["--hosts", plain]), by_domains);
+    let conf = ["--hosts", blocks, "--hosts-format", "topology-conf"];
+    assert_eq!(with(&conf), by_domains);
+    let wrong = ["--hosts", plain, "--hosts-format", "topology-conf"];
+    let args = [&["reshard"][..], &base[..], &wrong[..]].concat();
+    fails_with_args(&args, &format!("--hosts {plain}"));
+}

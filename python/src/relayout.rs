@@ -3,6 +3,7 @@
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
+use rank_layout::Topology;
 use rank_layout::relayout::{Failure, Policy, Relayout, RelayoutOptions, parse_rank_list};
 
 use crate::error::{OrRaise, raise};
@@ -18,12 +19,21 @@ use crate::value::{describe, offset, round_of, size};
 /// as ``rank-layout relayout`` plans it.
 ///
 /// ``gpus_per_node`` sizes the nodes (the spare policy replaces whole
-/// nodes) and the ``spare_nodes`` numbered after the old world;
+/// nodes; default 8, as the command line's, or with ``hosts`` the table's
+/// count) and the ``spare_nodes`` numbered after the old world;
 /// ``min_dp`` is the smallest data-parallel size allowed;
 /// ``global_batch`` and ``micro_batch`` the batch to keep by gradient
 /// accumulation; ``kinds`` the kinds to classify (default: ``tp``,
 /// ``cp``, ``ep``, ``dp``, ``pp``, and ``etp``, ``edp`` with experts,
 /// those of more than one rank per group).
+///
+/// With ``hosts`` (a host table, as :func:`place` takes it, with
+/// ``hosts_format``, ``clique_label``, ``topology``, ``nodelist``) the job
+/// is the one :func:`place` places there (its default must-fit kinds), as
+/// ``rank-layout relayout --hosts``: the ``failed_hosts``' nodes fail with
+/// ``failed_ranks``, the idle healthy hosts are the spares (no
+/// ``spare_nodes``), and the spare policy takes a spare of the failed
+/// host's domain first.
 ///
 /// Every surviving process computes the same plan from the same
 /// arguments, with no communication: compare :attr:`Relayout.hash`.
@@ -36,9 +46,10 @@ use crate::value::{describe, offset, round_of, size};
 /// >>> plan.changes("dp")["shrunk"][0]
 /// {'old': 0, 'new': 0, 'exclude': [25]}
 #[pyfunction]
-#[pyo3(signature = (layout, failed_ranks, *, policy, gpus_per_node=None, spare_nodes=None, min_dp=None, global_batch=None, micro_batch=None, kinds=None))]
+#[pyo3(signature = (layout, failed_ranks, *, policy, gpus_per_node=None, spare_nodes=None, min_dp=None, global_batch=None, micro_batch=None, kinds=None, hosts=None, failed_hosts=None, hosts_format="auto", clique_label=None, topology=None, nodelist=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn relayout<'py>(
+    py: Python<'py>,
     layout: &Bound<'py, PyAny>,
     failed_ranks: &Bound<'py, PyAny>,
     policy: &str,
@@ -48,6 +59,12 @@ pub(crate) fn relayout<'py>(
     global_batch: Option<&Bound<'py, PyAny>>,
     micro_batch: Option<&Bound<'py, PyAny>>,
     kinds: Option<Vec<Bound<'py, PyAny>>>,
+    hosts: Option<&Bound<'py, PyAny>>,
+    failed_hosts: Option<Vec<String>>,
+    hosts_format: &str,
+    clique_label: Option<String>,
+    topology: Option<String>,
+    nodelist: Option<String>,
 ) -> PyResult<PyRelayout> {
     let layout = layout
         .cast::<PyLayout>()
@@ -72,12 +89,43 @@ pub(crate) fn relayout<'py>(
         Some(v) if !v.is_none() => size(name, v),
         _ => Ok(default),
     };
-    let spare_nodes = match spare_nodes {
-        Some(v) if !v.is_none() => offset("spare_nodes", v)?,
-        _ => 0,
+    let reader = crate::machine::reader(hosts_format, clique_label, topology, nodelist)?;
+    let failure = match hosts.filter(|h| !h.is_none()) {
+        Some(hosts) => {
+            if spare_nodes.is_some_and(|s| !s.is_none()) {
+                return Err(raise(
+                    "spare_nodes is for a job without hosts: with hosts, the idle hosts are the spares".to_string(),
+                ));
+            }
+            let failed_hosts = failed_hosts.unwrap_or_default();
+            crate::machine::placed_failure(
+                py,
+                layout,
+                hosts,
+                &reader,
+                &failed_hosts,
+                &failed,
+                gpus_per_node,
+            )?
+        }
+        None => {
+            if failed_hosts.is_some() {
+                return Err(raise(
+                    "failed_hosts needs the hosts they are in: give hosts".to_string(),
+                ));
+            }
+            let g = or(
+                "gpus_per_node",
+                gpus_per_node,
+                Topology::default().gpus_per_node(),
+            )?;
+            let spare_nodes = match spare_nodes {
+                Some(v) if !v.is_none() => offset("spare_nodes", v)?,
+                _ => 0,
+            };
+            Failure::new(g, failed).spare_nodes(spare_nodes)
+        }
     };
-    let failure =
-        Failure::new(or("gpus_per_node", gpus_per_node, 1)?, failed).spare_nodes(spare_nodes);
     let mut options = RelayoutOptions::default().min_dp(or("min_dp", min_dp, 1)?);
     if let Some(g) = global_batch.filter(|g| !g.is_none()) {
         options =
@@ -248,7 +296,8 @@ impl PyRelayout {
     }
 
     /// The plan's content hash (64 bits): equal on every process that
-    /// holds the same plan.
+    /// holds the same plan. Printed as 16 hex digits (``f"{plan.hash:016x}"``),
+    /// as ``rank-layout relayout`` prints it.
     #[getter]
     fn hash(&self) -> u64 {
         self.inner.hash()
@@ -262,7 +311,7 @@ impl PyRelayout {
 
     fn __repr__(&self) -> String {
         format!(
-            "Relayout(policy={:?}, world_size={}, new_communicators={}, hash={:#018x})",
+            "Relayout(policy={:?}, world_size={}, new_communicators={}, hash={:016x})",
             self.inner.policy().name(),
             self.inner.layout().world_size(),
             self.inner.cost().new_communicators,

@@ -84,7 +84,7 @@ def run(rank: int, world: int, port: int, out: str, job: dict[str, Any]) -> None
                 result["wrong"] = {"error": str(e), "seconds": time.monotonic() - t}
         for i, (label, policy, spare_nodes, stand_in) in enumerate(job["policies"]):
             last = i == len(job["policies"]) - 1
-            plan = relayout(layout, [failed], policy=policy, spare_nodes=spare_nodes, kinds=kinds)
+            plan = relayout(layout, [failed], policy=policy, gpus_per_node=1, spare_nodes=spare_nodes, kinds=kinds)
             store.set(f"hash/{label}/{rank}", f"{plan.hash:016x}")
             keys = [f"hash/{label}/{r}" for r in survivors]
             store.wait(keys, TIMEOUT)
@@ -181,7 +181,7 @@ def check_refusals(layout: Any, kinds: list[str], failed: int, groups: dict, wor
     ]
     spares = world - layout.world_size + 1
     cases.append((
-        lambda: apply_relayout(relayout(layout, [failed], policy="spare", spare_nodes=spares, kinds=kinds), groups),
+        lambda: apply_relayout(relayout(layout, [failed], policy="spare", gpus_per_node=1, spare_nodes=spares, kinds=kinds), groups),
         f"torch ranks 0..{world + 1}, beyond torch.distributed's world of {world} ranks",
     ))
     for bad, message in cases:

@@ -61,7 +61,7 @@ def run_case(config: dict[str, Any], kinds: list[str], failed: int, tmp_path: Pa
         # dp-cp shares dp's group on every process of the old layout.
         assert [r["shared"] for r in results if r["rank"] < layout.world_size] == [["dp-cp"]] * layout.world_size
     for label, policy, spares, stand_in in POLICIES:
-        plan = relayout(layout, [failed], policy=policy, spare_nodes=spares, kinds=kinds)
+        plan = relayout(layout, [failed], policy=policy, gpus_per_node=1, spare_nodes=spares, kinds=kinds)
         seen = [r["policies"][label] for r in survivors]
         assert {s["hash"] for s in seen} == {f"{plan.hash:016x}"}
         # Every new rank is run by one survivor, the plan's process.

@@ -3,7 +3,7 @@
 //! groups stay under as few parents of the topology tree as it allows.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use crate::error::{Error, Result};
 use crate::machine::fill::{Slot, fill};
@@ -248,7 +248,7 @@ pub(crate) fn place_with<'a>(
     options: &PlaceOptions,
 ) -> Result<NodePlan> {
     let mut notes = Vec::new();
-    let g = gpus_per_node(hosts, options.gpus_per_node)?;
+    let g = hosts.gpus_per_node(options.gpus_per_node)?;
     if world == 0 || world % g != 0 {
         return Err(no(format!(
             "the job's {world} ranks are not a whole number of nodes of {g} GPUs"
@@ -637,36 +637,6 @@ impl NodePlan {
             crossing,
             widest,
         }
-    }
-}
-
-fn gpus_per_node(hosts: &Hosts, given: Option<u32>) -> Result<u32> {
-    if let Some(g) = given {
-        if g == 0 {
-            return Err(no("GPUs per node must be at least 1".to_string()));
-        }
-        return Ok(g);
-    }
-    let mut counts: BTreeMap<u32, usize> = BTreeMap::new();
-    for h in hosts.iter().filter(|h| h.healthy) {
-        if let Some(n) = h.gpus {
-            *counts.entry(n).or_default() += 1;
-        }
-    }
-    match counts.len() {
-        0 => Err(no(
-            "the GPUs per node are unknown: give them in the host table or as PlaceOptions::gpus_per_node"
-                .to_string(),
-        )),
-        1 => Ok(*counts.keys().next().unwrap_or(&1)),
-        _ => Err(no(format!(
-            "the healthy hosts have different GPU counts ({}): give the GPUs per node (PlaceOptions::gpus_per_node)",
-            counts
-                .keys()
-                .map(u32::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ))),
     }
 }
 

@@ -757,11 +757,23 @@ fn to_u32(arg: &MegatronArg, n: i64, min: u32) -> Result<u32> {
 /// The number of weight shards per tensor-parallel rank of `shards` weight
 /// shards over `tp` ranks, as Megatron-Core's
 /// `resolve_tensor_parallel_weight_shards` computes it: `shards / tp`, or
-/// its error when `shards < tp` or `tp` does not divide `shards`.
+/// its error when `shards < tp` or `tp` does not divide `shards`. `name`
+/// and `tp_name` name the count and the size in the errors
+/// (`tensor_parallel_num_weight_shards` and `tensor_model_parallel_size`,
+/// or the expert ones).
+///
+/// ```
+/// use rank_layout::megatron::weight_shards;
+/// let s = "tensor_parallel_num_weight_shards";
+/// assert_eq!(weight_shards(s, 8, "tensor_model_parallel_size", 2)?, 4);
+/// assert!(weight_shards(s, 5, "tensor_model_parallel_size", 2).is_err());
+/// # Ok::<(), rank_layout::Error>(())
+/// ```
 ///
 /// # Errors
-/// [`Error::WeightShardsBelowTp`], [`Error::WeightShardsNotDivisible`].
-pub(crate) fn weight_shards(
+/// [`Error::ZeroSize`] for a `tp` of 0; [`Error::WeightShardsBelowTp`],
+/// [`Error::WeightShardsNotDivisible`].
+pub fn weight_shards(
     name: &'static str,
     shards: u32,
     tp_name: &'static str,

@@ -78,6 +78,7 @@ mod rank_generator;
 pub use crate::error::ShardProblem;
 pub use args::{
     ArgType, Handling, MEGATRON_ARGS, MegatronArg, MegatronArgs, MegatronValue, Source,
+    weight_shards,
 };
 pub use audit::{
     AUDIT_EXAMPLES, Audit, AuditExample, JoinClass, MegatronJoin, MegatronPipelines, audit,

@@ -1,7 +1,7 @@
 //! What failed, and what is there to replace it.
 
 use crate::error::{Error, Result};
-use crate::machine::{Hosts, NodePlan};
+use crate::machine::{HostFailure, Hosts, NodePlan};
 
 /// The domain of every node of the job and of every spare node, where a
 /// placement knows them ([`Failure::of_hosts`]); the spare policy takes a
@@ -104,35 +104,7 @@ impl Failure {
         rank_offset: u32,
         failed_hosts: &[&str],
     ) -> Result<Failure> {
-        let g = plan.gpus_per_node;
-        let mut failed_index = Vec::new();
-        for name in failed_hosts {
-            let i = hosts.index_of(name).ok_or_else(|| Error::NoRelayout {
-                problem: format!("failed host {name:?} is not in the host table"),
-            })?;
-            failed_index.push(i);
-        }
-        let mut failed = Vec::new();
-        for (n, host) in (0u64..).zip(&plan.node_hosts) {
-            if failed_index.contains(host) {
-                let first = u64::from(rank_offset) + n * u64::from(g);
-                failed.extend((0..u64::from(g)).filter_map(|l| u32::try_from(first + l).ok()));
-            }
-        }
-        let domain = |i: &usize| hosts.get(*i).and_then(|h| h.domain()).map(str::to_string);
-        let spares: Vec<usize> = plan
-            .idle
-            .iter()
-            .copied()
-            .filter(|i| !failed_index.contains(i))
-            .collect();
-        let domains = NodeDomains {
-            job: plan.node_hosts.iter().map(domain).collect(),
-            spares: spares.iter().map(domain).collect(),
-        };
-        Ok(Failure::new(g, failed)
-            .spare_nodes(u32::try_from(spares.len()).unwrap_or(u32::MAX))
-            .domains(domains))
+        HostFailure::new(plan, hosts, rank_offset, failed_hosts, &[]).map(|f| Failure::from(&f))
     }
 
     /// Checks that every failed rank is one of `layout`'s or a spare's (a
@@ -190,5 +162,18 @@ impl Failure {
     /// The nodes' domains, when known.
     pub fn node_domains(&self) -> Option<&NodeDomains> {
         self.domains.as_ref()
+    }
+}
+
+impl From<&HostFailure> for Failure {
+    /// The re-layout's failure of a placed job's: its failed ranks, its
+    /// spare hosts as spare nodes, and the domains.
+    fn from(lost: &HostFailure) -> Failure {
+        Failure::new(lost.gpus_per_node, lost.failed.iter().copied())
+            .spare_nodes(u32::try_from(lost.spare_hosts.len()).unwrap_or(u32::MAX))
+            .domains(NodeDomains::new(
+                lost.job_domains.clone(),
+                lost.spare_domains.clone(),
+            ))
     }
 }

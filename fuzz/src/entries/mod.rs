@@ -18,6 +18,7 @@
 //! uses); `shared.rs` has the limits, the decoder of the bytes and the
 //! layout checks that several targets use.
 
+mod host_table;
 mod inference_shards;
 mod json_config;
 mod kind;
@@ -36,6 +37,7 @@ mod slurm_topology_addr;
 mod topology_conf;
 mod topology_yaml;
 
+pub use host_table::host_table;
 pub use inference_shards::inference_shards;
 pub use json_config::json_config;
 pub use kind::kind;

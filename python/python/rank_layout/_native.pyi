@@ -108,13 +108,30 @@ MEGATRON_TABLE: list[tuple[str, str, str, str, str, str]]
 
 def megatron_config(args: object) -> dict[str, object]: ...
 def audit(layout: Layout, megatron: str) -> dict[str, Any]: ...
+#: The host table formats of place's and relayout's hosts_format=.
+_HostsFormat = Literal[
+    "auto",
+    "plain",
+    "json",
+    "nvidia-smi",
+    "topology-conf",
+    "topology-yaml",
+    "scontrol",
+    "slurm-topology-addr",
+    "kubectl",
+]
+
 def place(
     target: Union[Layout, Mesh],
-    hosts: Union[str, list[dict[str, Any]]],
+    hosts: Union[str, list[dict[str, Any]], dict[str, str]],
     *,
     must_fit: Optional[list[str]] = None,
     gpus_per_node: Optional[_Int] = None,
-    on_shortfall: str = "straddle",
+    on_shortfall: Literal["straddle", "shrink", "fail"] = "straddle",
+    hosts_format: _HostsFormat = "auto",
+    clique_label: Optional[str] = None,
+    topology: Optional[str] = None,
+    nodelist: Optional[str] = None,
 ) -> dict[str, Any]: ...
 def relayout(
     layout: Layout,
@@ -127,6 +144,12 @@ def relayout(
     global_batch: Optional[_Int] = None,
     micro_batch: Optional[_Int] = None,
     kinds: Optional[list[str]] = None,
+    hosts: Union[str, list[dict[str, Any]], dict[str, str], None] = None,
+    failed_hosts: Optional[list[str]] = None,
+    hosts_format: _HostsFormat = "auto",
+    clique_label: Optional[str] = None,
+    topology: Optional[str] = None,
+    nodelist: Optional[str] = None,
 ) -> Relayout: ...
 @final
 class Relayout:
