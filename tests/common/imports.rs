@@ -7,7 +7,7 @@
 //! alike, is an edge from the file to the file that defines the module.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Every `.rs` file under `dir`, relative to `src`, `/`-separated.
 fn rust_files(src: &Path, dir: &Path, out: &mut BTreeSet<String>) {
