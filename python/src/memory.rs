@@ -17,6 +17,22 @@
 //! Past the check every large allocation is fallible (the crate's
 //! `try_reserve`, NumPy's `tolist` for the ints: [`crate::lists`]), so a
 //! check that guessed too little still ends in `MemoryError`.
+//!
+//! Only answers of [`CHECKED_FROM`] bytes or more are checked. Reading the
+//! limits reads eight or more files (40 to 100 us), as long as making a
+//! kind's array at 131,072 ranks (512 KiB) or a group of a few thousand
+//! ranks; every call paid it, which made the arrays 1.8x the cost of
+//! their fresh memory and Megatron-Core's set-up twice as slow. From 16 MiB
+//! up, writing the answer's fresh memory alone takes milliseconds, and the
+//! check under 2% of that. Below, what the check guards against is no
+//! different from any other allocation of the program's: under an
+//! address-space limit the allocation itself fails, cleanly, as
+//! `MemoryError` (the same fallible allocations); under a cgroup's limit or
+//! the machine's memory, an allocation succeeds and the kernel reclaims or
+//! ends the process when its pages are first written, as it does for a
+//! Python list or a NumPy array of that size, which nothing checks. The
+//! check exists for answers the size of a huge world's ranks (gigabytes at
+//! 2^28 ranks), which only these calls make.
 
 use std::path::{Path, PathBuf};
 
@@ -28,6 +44,12 @@ use pyo3::types::PyDict;
 /// 32 bytes, in 32-byte blocks), the list's pointer (8), and the `u32` the
 /// list is made from (4), rounded up.
 const BYTES_PER_INT: u64 = 48;
+
+/// The bytes from which an answer is checked against the limits before it
+/// is made (16 MiB: 4 Mi ranks as a `uint32` array, 350,000 as Python
+/// ints); smaller ones are made unchecked (the module's documentation says
+/// why).
+const CHECKED_FROM: u64 = 16 << 20;
 
 /// A cgroup v1 limit at or above this is "no limit" (the kernel writes
 /// `9223372036854771712`).
@@ -241,7 +263,7 @@ pub(crate) fn memory_limits(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
 
 /// `Ok` when `members` ranks fit as Python ints in the memory this process
 /// may still use (always where no limit can be read: the allocations are
-/// fallible then).
+/// fallible then), or take less than [`CHECKED_FROM`] bytes.
 ///
 /// # Errors
 /// `MemoryError` naming the count, the memory they would need and the
@@ -256,7 +278,7 @@ pub(crate) fn check_ints(members: u64) -> PyResult<()> {
 }
 
 /// `Ok` when `members` ranks fit as a `uint32` array in the memory this
-/// process may still use.
+/// process may still use, or take less than [`CHECKED_FROM`] bytes.
 ///
 /// # Errors
 /// `MemoryError` naming the count, the memory they would need and the
@@ -272,6 +294,9 @@ pub(crate) fn check_array(members: u64) -> PyResult<()> {
 
 fn check(members: u64, each: u64, what: &str, instead: &str) -> PyResult<()> {
     let needed = members.saturating_mul(each);
+    if needed < CHECKED_FROM {
+        return Ok(());
+    }
     match Limits::now().least() {
         Some((free, limit)) if needed > free => Err(PyMemoryError::new_err(format!(
             "{members} ranks as {what} need about {:.1} GB, more than the {:.1} GB {limit}; {instead}",

@@ -5,7 +5,12 @@ machine's memory: never a PanicException, a LayoutError or a hang.
 Each call runs in a child process whose ``RLIMIT_AS`` is set before it
 starts (``preexec_fn``), with and without ``RUST_BACKTRACE=1`` (a panic's
 backtrace, captured with no memory left, once hung the process for good),
-under a timeout."""
+under a timeout.
+
+Answers under 16 MiB are made without reading the limits (``python/src/memory.rs``
+says why): in a child that has used up its address space but 4 MiB, they
+end in the ``MemoryError`` of their own allocation, those from 16 MiB up in
+the check's."""
 
 from __future__ import annotations
 
@@ -109,3 +114,94 @@ def test_the_limits_read() -> None:
     )
     left = int(done.stdout)
     assert 0 < left < LIMIT, left
+
+
+#: A child at its address-space limit: every address but ``SPARE`` MiB
+#: mapped (not written: no memory used), then ``{call}``.
+AT_LIMIT = """
+import mmap, sys
+{imports}
+from rank_layout import Layout, Mesh
+MiB = 2**20
+spare = [mmap.mmap(-1, MiB) for _ in range({spare})]
+held, size = [], 2**30
+while size >= MiB:
+    try:
+        held.append(mmap.mmap(-1, size))
+    except OSError:
+        size //= 2
+for m in spare:
+    m.close()
+try:
+    {call}
+except MemoryError as e:
+    print("MemoryError:", e)
+    sys.exit(0)
+print("no error")
+sys.exit(3)
+"""
+
+#: The address space the child at its limit keeps free, in MiB.
+SPARE = 4
+
+#: 16 MiB, from which an answer is checked: 2**22 ranks as uint32, and
+#: 349,526 as Python ints (48 bytes each; 349,525 take 16 B less).
+CHECKED_FROM = 16 * 2**20
+
+
+def run_at_limit(call: str, numpy_first: bool = True) -> subprocess.CompletedProcess[str]:
+    code = AT_LIMIT.format(call=call, spare=SPARE, imports="import numpy" if numpy_first else "")
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        preexec_fn=limited,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize(
+    "call, checked",
+    [
+        # uint32 arrays, 4 bytes a rank
+        ("Layout(tp=2**21).groups_array('tp')", False),  # 8 MiB
+        ("Layout(tp=2**22 - 1).groups_array('tp')", False),  # 16 MiB - 4 B
+        ("Layout(tp=2**22).groups_array('tp')", True),  # 16 MiB
+        ("Layout(tp=2**21).groups_arrays(['tp'])", False),
+        ("Mesh([('tp', 2**21)]).groups_array('tp')", False),
+        # Python ints, 48 bytes a rank
+        ("Layout(tp=2**18).group('tp', 0)", False),  # 12 MiB
+        ("Layout(tp=349525).group('tp', 0)", False),  # 16 MiB - 16 B
+        ("Layout(tp=349526).group('tp', 0)", True),  # 16 MiB + 32 B
+        ("Layout(tp=2**18).groups('tp')", False),
+        ("Layout(tp=2**18).rank(5)", False),
+        ("Mesh([('tp', 2**18)]).groups('tp')", False),
+    ],
+)
+def test_answers_under_16_mib_are_made_unchecked_and_fail_in_their_allocation(call: str, checked: bool) -> None:
+    """With 4 MiB of address space left, every answer here is too large:
+    from 16 MiB up the check says so before anything is made (its message
+    names the address-space limit); below, the answer is made unchecked
+    and its own allocation (``try_reserve``, NumPy's ``tolist``) fails,
+    a ``MemoryError`` all the same, never a panic."""
+    done = run_at_limit(call)
+    assert done.returncode == 0, (done.returncode, done.stdout, done.stderr)
+    assert done.stdout.startswith("MemoryError:"), done.stdout
+    assert ("address-space limit" in done.stdout) == checked, done.stdout
+    assert "Panic" not in done.stderr and "panicked" not in done.stderr, done.stderr
+
+
+def test_what_fits_beside_the_limit_is_made_unchecked() -> None:
+    """An answer of 1 MiB with 4 MiB left is made."""
+    done = run_at_limit("print(Layout(tp=2**18).groups_array('tp').shape)")
+    assert done.stdout.splitlines()[0] == "(1, 262144)", (done.stdout, done.stderr)
+
+
+def test_numpy_that_cannot_load_is_an_import_error() -> None:
+    """A process at its limit before NumPy is imported cannot map NumPy's
+    extension: the first answer raises NumPy's ``ImportError`` (the
+    ``numpy`` crate, importing it on first use, panicked)."""
+    done = run_at_limit("Layout(tp=2**10).group('tp', 0)", numpy_first=False)
+    assert done.returncode == 1, (done.returncode, done.stdout, done.stderr)
+    assert "ImportError" in done.stderr and "numpy" in done.stderr, done.stderr
+    assert "Panic" not in done.stderr and "panicked" not in done.stderr, done.stderr
