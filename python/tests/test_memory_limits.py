@@ -18,7 +18,6 @@ import os
 import resource
 import subprocess
 import sys
-import textwrap
 
 import pytest
 
@@ -27,10 +26,14 @@ import rank_layout
 #: The address-space limit of the children, in bytes (3 GB).
 LIMIT = 3_000_000_000
 
+#: A child: ``{imports}``, rank_layout, ``{prepare}``, then ``{call}``;
+#: it exits 0 on MemoryError, 3 without one.
 CHILD = """
 import sys
+{imports}
 from rank_layout import Layout, Mesh, Modules
 from rank_layout.megatron import RankGenerator
+{prepare}
 try:
     {call}
 except MemoryError as e:
@@ -64,7 +67,7 @@ def run_limited(call: str, backtrace: bool) -> subprocess.CompletedProcess[str]:
     if backtrace:
         env["RUST_BACKTRACE"] = "1"
     return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(CHILD.format(call=call))],
+        [sys.executable, "-c", CHILD.format(imports="", prepare="", call=call)],
         preexec_fn=limited,
         env=env,
         capture_output=True,
@@ -116,12 +119,10 @@ def test_the_limits_read() -> None:
     assert 0 < left < LIMIT, left
 
 
-#: A child at its address-space limit: every address but ``SPARE`` MiB
-#: mapped (not written: no memory used), then ``{call}``.
+#: What makes a child be at its address-space limit: every address but
+#: ``SPARE`` MiB mapped (not written: no memory used).
 AT_LIMIT = """
-import mmap, sys
-{imports}
-from rank_layout import Layout, Mesh
+import mmap
 MiB = 2**20
 spare = [mmap.mmap(-1, MiB) for _ in range({spare})]
 held, size = [], 2**30
@@ -132,13 +133,6 @@ while size >= MiB:
         size //= 2
 for m in spare:
     m.close()
-try:
-    {call}
-except MemoryError as e:
-    print("MemoryError:", e)
-    sys.exit(0)
-print("no error")
-sys.exit(3)
 """
 
 #: The address space the child at its limit keeps free, in MiB.
@@ -147,12 +141,15 @@ SPARE = 4
 #: 16 MiB, from which an answer is checked: 2**22 ranks as uint32, and
 #: 349,526 as Python ints (48 bytes each; 349,525 take 16 B less).
 CHECKED_FROM = 16 * 2**20
+#: The most ranks as uint32 and as Python ints made unchecked.
+UNCHECKED_U32, UNCHECKED_INTS = (CHECKED_FROM - 1) // 4, (CHECKED_FROM - 1) // 48
 
 
 def run_at_limit(call: str, numpy_first: bool = True) -> subprocess.CompletedProcess[str]:
-    code = AT_LIMIT.format(call=call, spare=SPARE, imports="import numpy" if numpy_first else "")
+    prepare = AT_LIMIT.format(spare=SPARE)
+    code = CHILD.format(imports="import numpy" if numpy_first else "", prepare=prepare, call=call)
     return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
+        [sys.executable, "-c", code],
         preexec_fn=limited,
         capture_output=True,
         text=True,
@@ -165,14 +162,14 @@ def run_at_limit(call: str, numpy_first: bool = True) -> subprocess.CompletedPro
     [
         # uint32 arrays, 4 bytes a rank
         ("Layout(tp=2**21).groups_array('tp')", False),  # 8 MiB
-        ("Layout(tp=2**22 - 1).groups_array('tp')", False),  # 16 MiB - 4 B
-        ("Layout(tp=2**22).groups_array('tp')", True),  # 16 MiB
+        (f"Layout(tp={UNCHECKED_U32}).groups_array('tp')", False),  # 16 MiB - 4 B
+        (f"Layout(tp={UNCHECKED_U32 + 1}).groups_array('tp')", True),  # 16 MiB
         ("Layout(tp=2**21).groups_arrays(['tp'])", False),
         ("Mesh([('tp', 2**21)]).groups_array('tp')", False),
         # Python ints, 48 bytes a rank
         ("Layout(tp=2**18).group('tp', 0)", False),  # 12 MiB
-        ("Layout(tp=349525).group('tp', 0)", False),  # 16 MiB - 16 B
-        ("Layout(tp=349526).group('tp', 0)", True),  # 16 MiB + 32 B
+        (f"Layout(tp={UNCHECKED_INTS}).group('tp', 0)", False),  # 16 MiB - 16 B
+        (f"Layout(tp={UNCHECKED_INTS + 1}).group('tp', 0)", True),  # 16 MiB + 32 B
         ("Layout(tp=2**18).groups('tp')", False),
         ("Layout(tp=2**18).rank(5)", False),
         ("Mesh([('tp', 2**18)]).groups('tp')", False),
