@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import mmap
+import os
 import platform
 import statistics
 import time
@@ -76,18 +77,22 @@ def median_ns(call: Callable[[], object], repeat: int) -> float:
     return statistics.median(times)
 
 
-def median_ns_kept(calls: dict[str, Callable[[], object]], repeat: int) -> dict[str, float]:
-    """Like median_ns, for each of ``calls``, but every result is kept until
-    the end, so each call gets fresh memory and pays its first-touch page
-    faults; the calls take turns, in an order that rotates every round."""
+def median_ns_turns(calls: dict[str, Callable[[], object]], repeat: int, keep: bool) -> dict[str, float]:
+    """Like median_ns, for each of ``calls``, the calls taking turns in an
+    order that rotates every round; with ``keep``, every result is kept
+    until the end, so each call gets fresh memory and pays its first-touch
+    page faults."""
     names = list(calls)
     kept = [call() for call in calls.values()]
     times: dict[str, list[int]] = {name: [] for name in names}
     for i in range(repeat):
         for name in names[i % len(names):] + names[: i % len(names)]:
             t = time.perf_counter_ns()
-            kept.append(calls[name]())
+            got = calls[name]()
             times[name].append(time.perf_counter_ns() - t)
+            if keep:
+                kept.append(got)
+            del got
     del kept
     return {name: statistics.median(ts) for name, ts in times.items()}
 
@@ -108,7 +113,7 @@ def main() -> None:
     setup_numpy = time.perf_counter_ns() - t
 
     print(f"{layout!r}: {layout.world_size:,} ranks, {len(layout.kinds)} kinds")
-    print(f"machine: {platform.machine()}, {platform.processor() or platform.platform()}; "
+    print(f"machine: {cpu_model()}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}; "
           f"Python {platform.python_version()}, NumPy {np.__version__}; median of {args.repeat}")
     for kind in layout.kinds:
         ours, theirs = layout.groups_array(kind), mesh.groups(kind)
@@ -127,6 +132,22 @@ def main() -> None:
           f"{total_numpy / total_ours:>9.1f}x")
     print(f"{'(setup, once)':<14}{'':>14}{setup_ours / 1e3:>11.1f} us{setup_numpy / 1e3:>9.1f} us")
 
+    # One kind's array against the least a new array of as many values
+    # costs: np.arange, in turns (arrays dropped, as in the table).
+    kind = layout.kinds[0]
+    count = layout.groups_array(kind).size
+    one = median_ns_turns(
+        {
+            f"groups_array({kind!r})": lambda: layout.groups_array(kind),
+            f"np.arange({count:,}, dtype=uint32)": lambda: np.arange(count, dtype=np.uint32),
+        },
+        args.repeat,
+        keep=False,
+    )
+    (ours_name, ours), (arange_name, arange) = one.items()
+    print(f"one kind, in turns: {ours_name} {ours / 1e3:.1f} us, {arange_name} {arange / 1e3:.1f} us "
+          f"({ours / arange:.2f}x)")
+
     # Every kind at once with every array kept alive (what a launcher does):
     # fresh memory for each array, so first-touch page faults count.
     arrays = layout.groups_arrays()
@@ -137,7 +158,7 @@ def main() -> None:
     # with MAP_POPULATE; 2 MiB pages asked for with MADV_HUGEPAGE).
     size = sum(a.nbytes for a in arrays.values())
     floors = {"4 KiB pages": (False, False), "MAP_POPULATE": (True, False), "MADV_HUGEPAGE": (False, True)}
-    got = median_ns_kept(
+    got = median_ns_turns(
         {
             "groups_arrays() (one allocation)": lambda: layout.groups_arrays(),
             "groups_array(kind) per kind": lambda: [layout.groups_array(kind) for kind in layout.kinds],
@@ -145,6 +166,7 @@ def main() -> None:
             **{name: (lambda p=p, h=h: fresh(size, p, h)) for name, (p, h) in floors.items()},
         },
         args.repeat,
+        keep=True,
     )
     theirs, floor = got["NumPy transpose per kind"], got["4 KiB pages"]
     print(f"every kind, all arrays kept, timed in turns ({size / 2**20:.1f} MiB each):")
@@ -153,6 +175,15 @@ def main() -> None:
         if name in floors:
             name = f"fresh memory alone, {name}"
         print(f"  {name:<34}{ns / 1e3:>9.1f} us  {theirs / ns:>9.2f}x  {ns / floor:>9.2f}x")
+
+
+def cpu_model() -> str:
+    """The processor's name (``/proc/cpuinfo``), or the platform's."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        return platform.processor() or platform.machine()
 
 
 def fresh(size: int, populate: bool, huge: bool) -> object:

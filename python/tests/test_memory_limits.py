@@ -7,10 +7,13 @@ starts (``preexec_fn``), with and without ``RUST_BACKTRACE=1`` (a panic's
 backtrace, captured with no memory left, once hung the process for good),
 under a timeout.
 
-Answers under 16 MiB are made without reading the limits (``python/src/memory.rs``
-says why): in a child that has used up its address space but 4 MiB, they
-end in the ``MemoryError`` of their own allocation, those from 16 MiB up in
-the check's."""
+Every answer is checked against the limits cheap to read (the
+address-space limit, a system call; the cgroup levels with a limit, found
+once per process), answers from 16 MiB against every limit read afresh
+(``python/src/memory.rs`` says why): in a child that has used up its
+address space but 4 MiB, answers on both sides of 16 MiB end in the
+check's ``MemoryError``, Megatron-LM's ``RankGenerator`` (whose vectors
+the crate allocates without a way to fail) among them."""
 
 from __future__ import annotations
 
@@ -32,7 +35,7 @@ CHILD = """
 import sys
 {imports}
 from rank_layout import Layout, Mesh, Modules
-from rank_layout.megatron import RankGenerator
+from rank_layout.megatron import CoreRankGenerator, RankGenerator
 {prepare}
 try:
     {call}
@@ -99,12 +102,57 @@ def proc_limit(name: str) -> int | None:
     return None
 
 
+def cgroup_left() -> int | None:
+    """The least memory left under a memory limit of this process's
+    cgroups and their ancestors, their file cache counted as free, read
+    here as the kernel's cgroup-v1/memory.rst and cgroup-v2.rst describe
+    the files (None: no limit)."""
+    mounts: dict[str, tuple[str, str]] = {}
+    for line in open("/proc/self/mountinfo"):
+        head, fs = line.split(" - ")
+        root, point = head.split()[3:5]
+        fs_type, _, options = fs.split()[:3]
+        if fs_type == "cgroup2":
+            mounts.setdefault("v2", (root, point))
+        elif fs_type == "cgroup" and "memory" in options.split(","):
+            mounts.setdefault("v1", (root, point))
+    lefts = []
+    for line in open("/proc/self/cgroup"):
+        number, controllers, path = line.rstrip("\n").split(":", 2)
+        v2 = number == "0" and not controllers
+        if not v2 and "memory" not in controllers.split(","):
+            continue
+        root, point = mounts["v2" if v2 else "v1"]
+        inside = path[len(root.rstrip("/")) :] if path.startswith(root.rstrip("/")) else path
+        at = os.path.join(point, *[p for p in inside.split("/") if p and p != ".."])
+        limit_file, usage_file, prefix = (
+            ("memory.max", "memory.current", "") if v2 else ("memory.limit_in_bytes", "memory.usage_in_bytes", "total_")
+        )
+        while at.startswith(point):
+            text = open(os.path.join(at, limit_file)).read().strip() if os.path.exists(os.path.join(at, limit_file)) else "max"
+            if text != "max" and (v2 or int(text) < 2**62):
+                usage = int(open(os.path.join(at, usage_file)).read())
+                stat = dict(line.split() for line in open(os.path.join(at, "memory.stat")))
+                cache = int(stat.get(prefix + "active_file", 0)) + int(stat.get(prefix + "inactive_file", 0))
+                lefts.append(max(int(text) - usage, 0) + cache)
+            if at == point:
+                break
+            at = os.path.dirname(at)
+    return min(lefts, default=None)
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_the_limits_read() -> None:
     """The limits the check compares with: MemAvailable, the address
-    space left, the cgroup's memory left (each None where there is none)."""
+    space left, the cgroup's memory left with its file cache (each None
+    where there is none)."""
     limits = rank_layout._native._memory_limits()
     assert set(limits) == {"meminfo", "address_space", "cgroup"}
+    expected = cgroup_left()
+    if expected is None:
+        assert limits["cgroup"] is None
+    else:
+        assert abs(limits["cgroup"] - expected) < 2**26, (limits["cgroup"], expected)
     available = next(
         int(line.split()[1]) * 1024 for line in open("/proc/meminfo") if line.startswith("MemAvailable:")
     )
@@ -138,11 +186,13 @@ for m in spare:
 #: The address space the child at its limit keeps free, in MiB.
 SPARE = 4
 
-#: 16 MiB, from which an answer is checked: 2**22 ranks as uint32, and
-#: 349,526 as Python ints (48 bytes each; 349,525 take 16 B less).
-CHECKED_FROM = 16 * 2**20
-#: The most ranks as uint32 and as Python ints made unchecked.
-UNCHECKED_U32, UNCHECKED_INTS = (CHECKED_FROM - 1) // 4, (CHECKED_FROM - 1) // 48
+#: 16 MiB, from which an answer is checked against every limit read
+#: afresh: 2**22 ranks as uint32, and 349,526 as Python ints (48 bytes
+#: each; 349,525 take 16 B less).
+READ_ALL_FROM = 16 * 2**20
+#: The most ranks as uint32 and as Python ints checked against the limits
+#: cheap to read only.
+CHEAP_U32, CHEAP_INTS = (READ_ALL_FROM - 1) // 4, (READ_ALL_FROM - 1) // 48
 
 
 def run_at_limit(call: str, numpy_first: bool = True) -> subprocess.CompletedProcess[str]:
@@ -158,37 +208,41 @@ def run_at_limit(call: str, numpy_first: bool = True) -> subprocess.CompletedPro
 
 
 @pytest.mark.parametrize(
-    "call, checked",
+    "call",
     [
         # uint32 arrays, 4 bytes a rank
-        ("Layout(tp=2**21).groups_array('tp')", False),  # 8 MiB
-        (f"Layout(tp={UNCHECKED_U32}).groups_array('tp')", False),  # 16 MiB - 4 B
-        (f"Layout(tp={UNCHECKED_U32 + 1}).groups_array('tp')", True),  # 16 MiB
-        ("Layout(tp=2**21).groups_arrays(['tp'])", False),
-        ("Mesh([('tp', 2**21)]).groups_array('tp')", False),
+        "Layout(tp=2**21).groups_array('tp')",  # 8 MiB
+        f"Layout(tp={CHEAP_U32}).groups_array('tp')",  # 16 MiB - 4 B
+        f"Layout(tp={CHEAP_U32 + 1}).groups_array('tp')",  # 16 MiB
+        "Layout(tp=2**21).groups_arrays(['tp'])",
+        "Mesh([('tp', 2**21)]).groups_array('tp')",
         # Python ints, 48 bytes a rank
-        ("Layout(tp=2**18).group('tp', 0)", False),  # 12 MiB
-        (f"Layout(tp={UNCHECKED_INTS}).group('tp', 0)", False),  # 16 MiB - 16 B
-        (f"Layout(tp={UNCHECKED_INTS + 1}).group('tp', 0)", True),  # 16 MiB + 32 B
-        ("Layout(tp=2**18).groups('tp')", False),
-        ("Layout(tp=2**18).rank(5)", False),
-        ("Mesh([('tp', 2**18)]).groups('tp')", False),
+        "Layout(tp=2**18).group('tp', 0)",  # 12 MiB
+        f"Layout(tp={CHEAP_INTS}).group('tp', 0)",  # 16 MiB - 16 B
+        f"Layout(tp={CHEAP_INTS + 1}).group('tp', 0)",  # 16 MiB + 32 B
+        "Layout(tp=2**18).groups('tp')",
+        "Layout(tp=2**18).rank(5)",
+        "Mesh([('tp', 2**18)]).groups('tp')",
+        # the crate's vectors of one-rank groups (56 bytes a rank), then ints
+        "RankGenerator(1, 1, 2**18, 1, 1, 'tp-dp').get_ranks('tp')",
+        "CoreRankGenerator(1, 1, 2**18, 1, 1, 'tp-dp').get_ranks('tp')",
     ],
 )
-def test_answers_under_16_mib_are_made_unchecked_and_fail_in_their_allocation(call: str, checked: bool) -> None:
-    """With 4 MiB of address space left, every answer here is too large:
-    from 16 MiB up the check says so before anything is made (its message
-    names the address-space limit); below, the answer is made unchecked
-    and its own allocation (``try_reserve``, NumPy's ``tolist``) fails,
-    a ``MemoryError`` all the same, never a panic."""
+def test_answers_on_both_sides_of_16_mib_are_checked_against_the_address_space(call: str) -> None:
+    """With 4 MiB of address space left, every answer here is too large,
+    and the check says so before anything is made (its message names the
+    address-space limit), under 16 MiB as from 16 MiB up: never a panic,
+    never an abort (``RankGenerator.get_ranks``' vectors, unchecked,
+    aborted the interpreter: ``memory allocation of 6291456 bytes
+    failed``)."""
     done = run_at_limit(call)
     assert done.returncode == 0, (done.returncode, done.stdout, done.stderr)
     assert done.stdout.startswith("MemoryError:"), done.stdout
-    assert ("address-space limit" in done.stdout) == checked, done.stdout
+    assert "address-space limit" in done.stdout, done.stdout
     assert "Panic" not in done.stderr and "panicked" not in done.stderr, done.stderr
 
 
-def test_what_fits_beside_the_limit_is_made_unchecked() -> None:
+def test_what_fits_beside_the_limit_is_made() -> None:
     """An answer of 1 MiB with 4 MiB left is made."""
     done = run_at_limit("print(Layout(tp=2**18).groups_array('tp').shape)")
     assert done.stdout.splitlines()[0] == "(1, 262144)", (done.stdout, done.stderr)
@@ -202,3 +256,61 @@ def test_numpy_that_cannot_load_is_an_import_error() -> None:
     assert done.returncode == 1, (done.returncode, done.stdout, done.stderr)
     assert "ImportError" in done.stderr and "numpy" in done.stderr, done.stderr
     assert "Panic" not in done.stderr and "panicked" not in done.stderr, done.stderr
+
+
+#: A child printing the read system calls (``/proc/self/io``'s ``syscr``)
+#: a call makes, on average over many, for a small list, a small array and
+#: the full reading of the limits, after one call of each to warm up
+#: (NumPy's import, the cgroups found); then whether a cgroup limits it.
+READS = """
+import rank_layout
+from rank_layout import Layout
+
+
+def reads():
+    with open("/proc/self/io") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("syscr:"))
+
+
+def per_call(call, n):
+    call()
+    before = reads()
+    for _ in range(n):
+        call()
+    return (reads() - before) / n
+
+
+layout = Layout(tp=8, dp=4)
+full = rank_layout._native._memory_limits
+print(per_call(lambda: layout.group("tp", 0), 1000), per_call(lambda: layout.groups_array("dp"), 1000),
+      per_call(full, 100), full()["cgroup"] is None)
+"""
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/io"), reason="counts reads in /proc/self/io")
+@pytest.mark.parametrize("address_space", [False, True], ids=["no address-space limit", "ulimit -v"])
+def test_small_answers_read_only_the_limits_cheap_to_read(address_space: bool) -> None:
+    """Reading every limit (eight files or more, 40 to 100 us) cost as
+    much as a small answer. A small answer reads no file where neither an
+    address-space limit nor a cgroup limit is set (``getrlimit`` is a
+    system call, the cgroups are found once); where one is, its own files
+    only (``VmSize``; each limited cgroup's limit and usage), fewer than
+    the full reading."""
+    done = subprocess.run(
+        [sys.executable, "-c", READS],
+        preexec_fn=limited if address_space else None,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    group, array, full, words = done.stdout.split()
+    no_cgroup_limit = words == "True"
+    assert float(full) >= 4, done.stdout  # meminfo, cgroup, mountinfo, the levels' limits
+    for small in (float(group), float(array)):
+        if no_cgroup_limit and not address_space:
+            assert small < 0.01, done.stdout
+        elif no_cgroup_limit:
+            assert 0.5 < small <= 3, done.stdout  # /proc/self/status, in one read and its end
+        else:
+            assert small < float(full), done.stdout
