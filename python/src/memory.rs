@@ -301,6 +301,14 @@ fn cgroup_levels() -> Vec<Level> {
         return Vec::new();
     };
     let mountinfo = read_text("/proc/self/mountinfo").unwrap_or_default();
+    levels_of(&cgroups, &mountinfo)
+}
+
+/// The cgroups of `cgroups` (the text of `/proc/self/cgroup`) in the
+/// memory hierarchies mounted as `mountinfo` (the text of
+/// `/proc/self/mountinfo`) says, and their ancestors up to each
+/// hierarchy's mount point.
+fn levels_of(cgroups: &str, mountinfo: &str) -> Vec<Level> {
     let mut levels = Vec::new();
     for line in cgroups.lines() {
         // `id:controllers:path`: v2 has id 0 and no controllers.
@@ -313,7 +321,7 @@ fn cgroup_levels() -> Vec<Level> {
         if !v2 && !controllers.split(',').any(|c| c == "memory") {
             continue;
         }
-        let mount = mount_of(&mountinfo, v2).unwrap_or_else(|| Mount {
+        let mount = mount_of(mountinfo, v2).unwrap_or_else(|| Mount {
             point: PathBuf::from(if v2 {
                 "/sys/fs/cgroup"
             } else {
@@ -348,6 +356,37 @@ pub(crate) fn memory_limits(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     Ok(d)
 }
 
+/// What an answer is made of, for the check and its message.
+struct Answer {
+    /// The bytes a rank takes in it.
+    each: u64,
+    /// What the ranks are made into.
+    what: &'static str,
+    /// What to ask for instead.
+    instead: &'static str,
+}
+
+/// Ranks as Python ints in lists.
+const INTS: Answer = Answer {
+    each: BYTES_PER_INT,
+    what: "Python ints",
+    instead: "use groups_array (4 bytes a rank), or ask for one rank's answers (split, splits)",
+};
+
+/// Ranks in a `uint32` array.
+const ARRAY: Answer = Answer {
+    each: 4,
+    what: "a uint32 array",
+    instead: "ask for fewer kinds, or one rank's answers (split, splits)",
+};
+
+/// Ranks in the crate's vectors of groups, then as Python ints.
+const VECTORS: Answer = Answer {
+    each: BYTES_PER_VEC_RANK + BYTES_PER_INT,
+    what: "vectors of groups, then Python ints",
+    instead: "use Layout.groups_array (4 bytes a rank), or ask for one rank's answers (split, splits)",
+};
+
 /// `Ok` when `members` ranks fit as Python ints in the memory this process
 /// may still use, as far as the module's checks read it (always where no
 /// limit can be read: the allocations are fallible then).
@@ -356,12 +395,7 @@ pub(crate) fn memory_limits(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
 /// `MemoryError` naming the count, the memory they would need and the
 /// limit.
 pub(crate) fn check_ints(members: u64) -> PyResult<()> {
-    check(
-        members,
-        BYTES_PER_INT,
-        "Python ints",
-        "use groups_array (4 bytes a rank), or ask for one rank's answers (split, splits)",
-    )
+    check(members, &INTS)
 }
 
 /// `Ok` when `members` ranks fit as a `uint32` array in the memory this
@@ -371,12 +405,7 @@ pub(crate) fn check_ints(members: u64) -> PyResult<()> {
 /// `MemoryError` naming the count, the memory they would need and the
 /// limit.
 pub(crate) fn check_array(members: u64) -> PyResult<()> {
-    check(
-        members,
-        4,
-        "a uint32 array",
-        "ask for fewer kinds, or one rank's answers (split, splits)",
-    )
+    check(members, &ARRAY)
 }
 
 /// `Ok` when `members` ranks fit the memory this process may still use
@@ -387,26 +416,47 @@ pub(crate) fn check_array(members: u64) -> PyResult<()> {
 /// `MemoryError` naming the count, the memory they would need and the
 /// limit.
 pub(crate) fn check_vectors(members: u64) -> PyResult<()> {
-    check(
-        members,
-        BYTES_PER_VEC_RANK + BYTES_PER_INT,
-        "vectors of groups, then Python ints",
-        "use Layout.groups_array (4 bytes a rank), or ask for one rank's answers (split, splits)",
-    )
+    check(members, &VECTORS)
 }
 
-fn check(members: u64, each: u64, what: &str, instead: &str) -> PyResult<()> {
-    let needed = members.saturating_mul(each);
+fn check(members: u64, answer: &Answer) -> PyResult<()> {
+    let needed = members.saturating_mul(answer.each);
     let limits = if needed < READ_ALL_FROM {
         Limits::cheap(needed)
     } else {
         Limits::now(needed)
     };
+    refuse(members, needed, answer, &limits)
+}
+
+/// `check_ints` against the cgroups of `cgroups` (a `/proc/self/cgroup`
+/// text) in the hierarchies mounted as `mountinfo` (a
+/// `/proc/self/mountinfo` text) says, and no other limit: for tests, which
+/// cannot give their process a cgroup limit.
+///
+/// # Errors
+/// `MemoryError` as `check_ints`'.
+#[pyfunction]
+#[pyo3(name = "_check_ints_in_cgroups")]
+pub(crate) fn check_ints_in_cgroups(members: u64, cgroups: &str, mountinfo: &str) -> PyResult<()> {
+    let needed = members.saturating_mul(INTS.each);
+    let limits = Limits {
+        cgroup: least_left(&levels_of(cgroups, mountinfo), needed),
+        ..Limits::default()
+    };
+    refuse(members, needed, &INTS, &limits)
+}
+
+/// `MemoryError` when `needed` bytes for `members` ranks as `answer` are
+/// more than the least of `limits`.
+fn refuse(members: u64, needed: u64, answer: &Answer, limits: &Limits) -> PyResult<()> {
     match limits.least() {
         Some((free, limit)) if needed > free => Err(PyMemoryError::new_err(format!(
-            "{members} ranks as {what} need about {}, more than the {} {limit}; {instead}",
+            "{members} ranks as {} need about {}, more than the {} {limit}; {}",
+            answer.what,
             bytes(needed),
-            bytes(free)
+            bytes(free),
+            answer.instead
         ))),
         _ => Ok(()),
     }

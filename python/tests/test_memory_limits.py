@@ -13,7 +13,13 @@ once per process), answers from 16 MiB against every limit read afresh
 (``python/src/memory.rs`` says why): in a child that has used up its
 address space but 4 MiB, answers on both sides of 16 MiB end in the
 check's ``MemoryError``, Megatron-LM's ``RankGenerator`` (whose vectors
-the crate allocates without a way to fail) among them."""
+the crate allocates without a way to fail) among them.
+
+A test cannot give its process a cgroup limit, so the cgroup part of the
+check is run on cgroup trees written in a temporary directory, described
+by ``/proc/self/cgroup`` and ``/proc/self/mountinfo`` texts (v2, v1 under
+a container's root, the file cache, an ancestor's limit): what they cannot
+hold is refused, one rank less is not."""
 
 from __future__ import annotations
 
@@ -314,3 +320,85 @@ def test_small_answers_read_only_the_limits_cheap_to_read(address_space: bool) -
             assert 0.5 < small <= 3, done.stdout  # /proc/self/status, in one read and its end
         else:
             assert small < float(full), done.stdout
+
+
+MiB = 2**20
+
+
+def write_level(directory, limit: str, usage: int, stat: dict[str, int], v2: bool) -> None:
+    """One cgroup's memory files, as the kernel's cgroup-v2.rst
+    (``memory.max``, ``memory.current``) and cgroup-v1/memory.rst
+    (``memory.limit_in_bytes``, ``memory.usage_in_bytes``) describe them."""
+    directory.mkdir(parents=True, exist_ok=True)
+    limit_file, usage_file = ("memory.max", "memory.current") if v2 else ("memory.limit_in_bytes", "memory.usage_in_bytes")
+    (directory / limit_file).write_text(limit + "\n")
+    (directory / usage_file).write_text(f"{usage}\n")
+    (directory / "memory.stat").write_text("".join(f"{key} {value}\n" for key, value in stat.items()))
+
+
+def fits(members: int, cgroups: str, mountinfo: str) -> bool:
+    """Whether the check lets ``members`` ranks as Python ints through;
+    its refusal must name the cgroup's limit."""
+    try:
+        rank_layout._native._check_ints_in_cgroups(members, cgroups, mountinfo)
+    except MemoryError as e:
+        assert "left under its cgroup's memory limit" in str(e), e
+        assert f"{members} ranks as Python ints" in str(e), e
+        return False
+    return True
+
+
+def test_a_cgroup_v2_limit_refuses_what_it_cannot_hold(tmp_path) -> None:
+    """cgroup v2: the job's ``memory.max`` less its ``memory.current`` is
+    what the step below it (``max``: no limit of its own) may still use;
+    48 bytes a rank as Python ints."""
+    mount = tmp_path / "unified"
+    write_level(mount / "job", str(100 * MiB), 40 * MiB, {"anon": 40 * MiB}, v2=True)
+    write_level(mount / "job" / "step", "max", 30 * MiB, {"anon": 30 * MiB}, v2=True)
+    mountinfo = f"41 31 0:38 / {mount} rw,relatime - cgroup2 cgroup2 rw\n"
+    cgroups = "0::/job/step\n"
+    most = 60 * MiB // 48
+    assert fits(most, cgroups, mountinfo)
+    assert not fits(most + 1, cgroups, mountinfo)
+    assert not fits(2**28, cgroups, mountinfo)  # Layout(tp=2**28).group('tp', 0)
+
+
+def test_a_cgroup_file_cache_counts_as_free_only_when_short(tmp_path) -> None:
+    """Where the limit less the usage is short, the cgroup's file cache
+    (``active_file`` and ``inactive_file`` of ``memory.stat``) counts as
+    free: the kernel reclaims it before it ends a process."""
+    mount = tmp_path / "unified"
+    stat = {"anon": 20 * MiB, "active_file": 10 * MiB, "inactive_file": 6 * MiB}
+    write_level(mount / "job", str(100 * MiB), 90 * MiB, stat, v2=True)
+    mountinfo = f"41 31 0:38 / {mount} rw,relatime - cgroup2 cgroup2 rw\n"
+    most = (10 + 16) * MiB // 48
+    assert fits(most, "0::/job\n", mountinfo)
+    assert not fits(most + 1, "0::/job\n", mountinfo)
+
+
+def test_a_cgroup_v1_limit_of_an_ancestor_under_a_container_root(tmp_path) -> None:
+    """cgroup v1's memory controller mounted from inside a container (the
+    mount's root is the container's cgroup, which ``/proc/self/cgroup``
+    names in full): the tightest level wins, a level at the kernel's
+    "no limit" (9223372036854771712) is none, and v1's file cache is
+    ``total_active_file`` and ``total_inactive_file``."""
+    mount = tmp_path / "memory"
+    unlimited = "9223372036854771712"
+    write_level(mount, str(1000 * MiB), 100 * MiB, {}, v2=False)
+    write_level(mount / "job", str(200 * MiB), 150 * MiB, {"total_active_file": 8 * MiB, "active_file": 64 * MiB}, v2=False)
+    write_level(mount / "job" / "step", unlimited, 140 * MiB, {}, v2=False)
+    mountinfo = (
+        f"35 31 0:32 /docker/abc {mount} rw,relatime - cgroup cgroup rw,memory\n"
+        f"32 31 0:29 /docker/abc {tmp_path / 'cpu'} rw,relatime - cgroup cgroup rw,cpu\n"
+    )
+    cgroups = "4:memory:/docker/abc/job/step\n1:cpu:/docker/abc\n"
+    most = (50 + 8) * MiB // 48
+    assert fits(most, cgroups, mountinfo)
+    assert not fits(most + 1, cgroups, mountinfo)
+
+
+def test_no_cgroup_limit_refuses_nothing(tmp_path) -> None:
+    mount = tmp_path / "unified"
+    write_level(mount / "job", "max", 40 * MiB, {}, v2=True)
+    mountinfo = f"41 31 0:38 / {mount} rw,relatime - cgroup2 cgroup2 rw\n"
+    assert fits(2**40, "0::/job\n", mountinfo)
