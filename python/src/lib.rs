@@ -68,5 +68,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // dict built from these rows: one `MEGATRON_ARGS` in Python.
     m.add("MEGATRON_TABLE", megatron::table(m.py())?)?;
     m.add_function(wrap_pyfunction!(memory::memory_limits, m)?)?;
+    m.add_function(wrap_pyfunction!(memory::check_ints_in_cgroups, m)?)?;
     Ok(())
 }

@@ -318,7 +318,7 @@ impl PyRankGenerator {
         independent_ep: bool,
     ) -> PyResult<Bound<'py, PyList>> {
         let token = string("token", "'tp-dp'", token)?;
-        crate::memory::check_ints(self.world)?;
+        crate::memory::check_vectors(self.world)?;
         let groups = self.inner.get_ranks(&token, independent_ep).or_raise()?;
         let width = groups.first().map_or(0, Vec::len);
         let out = PyList::empty(py);
@@ -596,13 +596,14 @@ impl PyCoreRankGenerator {
     ///
     /// >>> CoreRankGenerator(2, 1, 3, 4, 1, "tp-dp-pp").get_ranks("dp")[-1]
     /// [19, 21, 23]
-    fn get_ranks(&self, token: &Bound<'_, PyAny>) -> PyResult<Vec<Vec<u32>>> {
+    fn get_ranks<'py>(&self, token: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+        let py = token.py();
         let token = string("token", "'tp-dp'", token)?;
         let axes = self.axes_of(&token)?;
         let selection = self.mesh.select_dims(None, &axes).or_raise()?;
         let groups = self.mesh.groups_selected(selection).or_raise()?;
         crate::memory::check_ints(groups.member_count())?;
-        Ok(groups.to_vecs())
+        crate::lists::table_rows(py, groups.table().or_raise()?)
     }
 
     /// The weight-shard groups, ``get_ranks("gtp_remat")`` (ranks alone when
@@ -610,7 +611,10 @@ impl PyCoreRankGenerator {
     ///
     /// >>> CoreRankGenerator(1, 1, 2, 1, 1, "tp-gtp_remat-dp", gtp_remat=2).get_gtp_ranks(2)
     /// [[0, 1], [2, 3]]
-    fn get_gtp_ranks(&self, gtp_remat_size: &Bound<'_, PyAny>) -> PyResult<Vec<Vec<u32>>> {
+    fn get_gtp_ranks<'py>(
+        &self,
+        gtp_remat_size: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
         let asked = size("gtp_remat_size", gtp_remat_size)?;
         let gtp_remat = self.size_of("gtp_remat");
         if asked != gtp_remat {

@@ -28,6 +28,7 @@ __all__ = [
     "reshard",
     "MEGATRON_TABLE",
     "_memory_limits",
+    "_check_ints_in_cgroups",
 ]
 
 CONFIG_KEYS: list[str]
@@ -35,6 +36,12 @@ CONFIG_KEYS: list[str]
 def _memory_limits() -> dict[str, Optional[int]]:
     """The memory a process may still use, in bytes (``meminfo``,
     ``address_space``, ``cgroup``; ``None`` where unknown): for tests."""
+
+def _check_ints_in_cgroups(members: int, cgroups: str, mountinfo: str) -> None:
+    """The check before ``members`` ranks as Python ints, against the
+    cgroups of ``cgroups`` (a ``/proc/self/cgroup`` text) mounted as
+    ``mountinfo`` (a ``/proc/self/mountinfo`` text) says, and no other
+    limit: ``MemoryError`` when they do not fit. For tests."""
 
 class LayoutError(ValueError):
     """An invalid layout, or a question a layout cannot answer."""
