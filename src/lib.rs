@@ -48,6 +48,11 @@
 //!   joined by the edges of a graph, with every edge's bridge plan built by
 //!   coordinates ([`Modules`], semantics section 9).
 //!
+//! - **Reshard**: a model's tensors moved from one layout to another (an
+//!   RL refit, a KV handoff, the state after a re-layout), planned per
+//!   process from coordinates, each piece from a holder near its
+//!   destination ([`reshard`], semantics section 12).
+//!
 //! [`semantics`] is the behaviour contract: what every layout and kind
 //! means, the group and member order, and every choice made where
 //! Megatron-LM is silent or wrong. [`megatron`] reads Megatron-LM's
@@ -127,6 +132,7 @@ pub mod mpi;
 mod order;
 mod plan;
 pub mod relayout;
+pub mod reshard;
 mod segment;
 pub mod semantics;
 #[cfg(feature = "serde")]

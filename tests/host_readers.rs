@@ -394,13 +394,11 @@ fn restrict_to_the_job_nodelist() {
 #[test]
 fn a_read_table_places_a_job() {
     let hosts = Hosts::parse_nvidia_smi(&fixture("nvidia_smi.txt")).unwrap();
-    let tp = KindGroups {
-        name: "tp".to_string(),
-        groups: (0..2).map(|g| (8 * g..8 * g + 8).collect()).collect(),
-    };
+    let tp = KindGroups::new("tp", (0..2).map(|g| (8 * g..8 * g + 8).collect()).collect());
     let plan = place(
         16,
         std::slice::from_ref(&tp),
+        &[],
         &hosts,
         &PlaceOptions::default(),
     )

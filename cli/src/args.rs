@@ -169,6 +169,11 @@ pub enum Command {
     /// gone, under one --policy or every policy side by side
     #[command(after_help = RELAYOUT_HELP)]
     Relayout(RelayoutArgs),
+    /// Plan moving a model's tensors from one layout to another (a refit,
+    /// a KV handoff, after a failure): every transfer or one rank's, each
+    /// piece from a holder near its destination, and the cost
+    #[command(after_help = RESHARD_HELP)]
+    Reshard(ReshardArgs),
 }
 
 /// The policies, for `relayout --help`.
@@ -583,4 +588,74 @@ pub fn kinds_help() -> String {
         names(nested),
         names(encoder)
     )
+}
+
+/// What `reshard --help` adds.
+pub const RESHARD_HELP: &str = "The layouts are files with the keys of --config (tp, cp, ep, etp, pp, dp, world_size, \
+rank_offset, order, ..., or Megatron-LM's names); rank r of a layout is process r, so layouts at different \
+rank_offsets are disjoint and at the same collocated. The model is a --tensors file (JSON: num_layers, \
+num_experts, tensors with name, shape, element_bytes, layer, tp_dim, tp_stride or tp_sizes, expert or ep_dim, \
+pp_dim, gtp, dp_dim) or Megatron-LM's model arguments (--model-args). --from-layers and --to-layers take \
+Megatron-LM's layer arguments for one side (--decoder-first-pipeline-num-layers N, \
+--decoder-last-pipeline-num-layers N, --num-virtual-stages-per-pipeline-rank V, \
+--pipeline-model-parallel-layout L, ...); default: those of --model-args, else the even split. \
+After a failure: --failed-ranks and --policy plan the re-layout of --from and reshard onto its new layout \
+(no --to).";
+
+/// The flags of `reshard`.
+#[derive(Debug, Args)]
+pub struct ReshardArgs {
+    /// The layout the tensors are in (a file with the keys of --config).
+    #[arg(long, value_name = "FILE")]
+    pub from: PathBuf,
+    /// The layout they go to.
+    #[arg(long, value_name = "FILE", required_unless_present = "failed_ranks")]
+    pub to: Option<PathBuf>,
+    /// The model's tensors (JSON).
+    #[arg(
+        long,
+        value_name = "FILE",
+        required_unless_present = "model_args",
+        conflicts_with = "model_args"
+    )]
+    pub tensors: Option<PathBuf>,
+    /// The model as Megatron-LM's arguments (a GPT or MoE: --num-layers,
+    /// --hidden-size, --num-attention-heads, --vocab-size, ...), pasted.
+    #[arg(long = "model-args", value_name = "TEXT", allow_hyphen_values = true)]
+    pub model_args: Option<String>,
+    /// Megatron-LM's layer arguments of the --from side.
+    #[arg(long = "from-layers", value_name = "TEXT", allow_hyphen_values = true)]
+    pub from_layers: Option<String>,
+    /// Megatron-LM's layer arguments of the --to side.
+    #[arg(long = "to-layers", value_name = "TEXT", allow_hyphen_values = true)]
+    pub to_layers: Option<String>,
+    /// GPUs (processes) per node.
+    #[arg(long = "gpus-per-node", value_name = "N", default_value_t = 8, value_parser = whole_u32)]
+    pub gpus_per_node: u32,
+    /// Nodes per NVLink domain (default: none; a node is its own).
+    #[arg(long = "nodes-per-domain", value_name = "M", value_parser = whole_u32)]
+    pub nodes_per_domain: Option<u32>,
+    /// A host table (plain text): process p runs on the host of logical
+    /// node p / --gpus-per-node, the table's hosts in order; its domains
+    /// are the hosts'.
+    #[arg(long, value_name = "FILE", conflicts_with = "nodes_per_domain")]
+    pub hosts: Option<PathBuf>,
+    /// Only this process's transfers (the same ids), and their cost.
+    #[arg(long, value_name = "R", value_parser = whole_u32)]
+    pub rank: Option<u32>,
+    /// The ranks of --from that failed (`200-203,517`): reshard onto the
+    /// re-layout's new layout.
+    #[arg(
+        long = "failed-ranks",
+        value_name = "LIST",
+        requires = "policy",
+        conflicts_with = "to"
+    )]
+    pub failed_ranks: Option<String>,
+    /// The re-layout policy after --failed-ranks.
+    #[arg(long, value_name = "POLICY", value_parser = policy, requires = "failed_ranks")]
+    pub policy: Option<Policy>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
 }

@@ -213,12 +213,12 @@ fn parse_json(text: &str) -> Result<Hosts, String> {
             (None, Some(d)) => d.split('/').map(str::to_string).collect(),
             (None, None) => Vec::new(),
         };
-        hosts.push(Host {
-            name: row.host,
-            gpus: row.gpus,
-            healthy: row.healthy,
-            keys,
-        });
+        hosts.push(
+            Host::new(row.host, None)
+                .gpus(row.gpus)
+                .healthy(row.healthy)
+                .keys(keys),
+        );
     }
     Hosts::new(hosts).map_err(|e| e.to_string())
 }

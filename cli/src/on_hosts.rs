@@ -55,10 +55,9 @@ impl OnHosts {
                     "--placed takes a layout (place's must-fit kinds); for a mesh, place it with `place --emit` and check the table in that order".to_string(),
                 ));
             };
-            let options = PlaceOptions {
-                gpus_per_node: Some(g),
-                shortfall: Shortfall::Straddle,
-            };
+            let options = PlaceOptions::default()
+                .gpus_per_node(g)
+                .shortfall(Shortfall::Straddle);
             let (_, plan) = place_layout(layout, &default_must_fit(layout), &hosts, &options)?;
             (plan, "placed")
         } else {

@@ -195,10 +195,7 @@ impl Target {
             .groups(set)?
             .map(|g| g.iter().map(|r| r - offset).collect())
             .collect();
-        Ok(KindGroups {
-            name: set.to_string(),
-            groups,
-        })
+        Ok(KindGroups::new(set.to_string(), groups))
     }
 
     /// Whether the target has `set`.

@@ -55,15 +55,12 @@ fn check(hosts: &Hosts) {
     }
     let gpus = 2;
     let world = healthy * gpus;
-    let tp = KindGroups {
-        name: "tp".to_string(),
-        groups: (0..world / 2).map(|g| vec![2 * g, 2 * g + 1]).collect(),
-    };
-    let options = PlaceOptions {
-        gpus_per_node: Some(gpus),
-        ..PlaceOptions::default()
-    };
-    if let Ok(plan) = place(world, &[tp], hosts, &options) {
+    let tp = KindGroups::new(
+        "tp",
+        (0..world / 2).map(|g| vec![2 * g, 2 * g + 1]).collect(),
+    );
+    let options = PlaceOptions::default().gpus_per_node(gpus);
+    if let Ok(plan) = place(world, &[tp], &[], hosts, &options) {
         let mut used = plan.node_hosts.clone();
         used.sort_unstable();
         used.dedup();

@@ -16,6 +16,8 @@
 //! - [`modules`]: the `Modules` class (modules, edges, bridge plans);
 //! - [`machine`]: `place`, a layout or mesh placed on a host table.
 //! - [`relayout`]: `relayout`, the re-layout after a failure.
+//! - [`inference_shards`]: the `InferenceShards` class (Megatron-Core 0.19's
+//!   `--inference-shards`).
 #![forbid(unsafe_code)]
 // The doc comments of `#[pyclass]` and `#[pymethods]` items are Python
 // docstrings (reST with doctest examples, run by python/tests), not Markdown.
@@ -25,6 +27,7 @@ mod array;
 mod card;
 mod config;
 mod error;
+mod inference_shards;
 mod kind;
 mod layout;
 mod lists;
@@ -48,6 +51,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<megatron::PyCoreRankGenerator>()?;
     m.add_class::<mesh::PyMesh>()?;
     m.add_class::<modules::PyModules>()?;
+    m.add_class::<inference_shards::PyInferenceShards>()?;
+    m.add_class::<inference_shards::PyInferenceShard>()?;
     m.add_function(wrap_pyfunction!(mesh::torchtitan_mesh, m)?)?;
     m.add_function(wrap_pyfunction!(megatron::megatron_config, m)?)?;
     m.add_function(wrap_pyfunction!(megatron::audit, m)?)?;

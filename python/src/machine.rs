@@ -55,22 +55,19 @@ pub(crate) fn place<'py>(
     on_shortfall: &str,
 ) -> PyResult<Bound<'py, PyDict>> {
     let hosts = host_table(hosts)?;
-    let options = PlaceOptions {
-        gpus_per_node: match gpus_per_node {
-            Some(g) if !g.is_none() => Some(size("gpus_per_node", g)?),
-            _ => None,
-        },
-        shortfall: match on_shortfall {
-            "straddle" => Shortfall::Straddle,
-            "shrink" => Shortfall::Shrink,
-            "fail" => Shortfall::Fail,
-            other => {
-                return Err(raise(format!(
-                    "on_shortfall must be 'straddle', 'shrink' or 'fail', got {other:?}"
-                )));
-            }
-        },
-    };
+    let mut options = PlaceOptions::default().shortfall(match on_shortfall {
+        "straddle" => Shortfall::Straddle,
+        "shrink" => Shortfall::Shrink,
+        "fail" => Shortfall::Fail,
+        other => {
+            return Err(raise(format!(
+                "on_shortfall must be 'straddle', 'shrink' or 'fail', got {other:?}"
+            )));
+        }
+    });
+    if let Some(g) = gpus_per_node.filter(|g| !g.is_none()) {
+        options = options.gpus_per_node(size("gpus_per_node", g)?);
+    }
     let out = PyDict::new(py);
     let (plan, must, placed): (NodePlan, Vec<KindGroups>, Bound<'py, PyAny>) =
         if let Ok(layout) = target.cast::<PyLayout>() {
@@ -109,16 +106,18 @@ pub(crate) fn place<'py>(
             let must = names
                 .iter()
                 .map(|n| {
-                    m.groups(n).map(|groups| KindGroups {
-                        name: n.clone(),
-                        groups: groups
-                            .map(|g| g.iter().map(|r| r - offset).collect())
-                            .collect(),
+                    m.groups(n).map(|groups| {
+                        KindGroups::new(
+                            n.clone(),
+                            groups
+                                .map(|g| g.iter().map(|r| r - offset).collect())
+                                .collect(),
+                        )
                     })
                 })
                 .collect::<Result<Vec<_>, _>>()
                 .or_raise()?;
-            let plan = machine::place(m.world_size(), &must, &hosts, &options).or_raise()?;
+            let plan = machine::place(m.world_size(), &must, &[], &hosts, &options).or_raise()?;
             (plan, must, target.clone())
         } else {
             return Err(raise(format!(
@@ -222,12 +221,7 @@ fn host_table(obj: &Bound<'_, PyAny>) -> PyResult<Hosts> {
             Some(h) => h.extract::<bool>()?,
             None => true,
         };
-        hosts.push(Host {
-            name,
-            gpus,
-            healthy,
-            keys,
-        });
+        hosts.push(Host::new(name, None).gpus(gpus).healthy(healthy).keys(keys));
     }
     Hosts::new(hosts).or_raise()
 }

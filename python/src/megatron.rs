@@ -53,7 +53,7 @@ fn value(name: &str, takes: ArgType, obj: &Bound<'_, PyAny>) -> PyResult<Option<
 fn read_from_python(arg: &MegatronArg) -> bool {
     match arg.handling {
         Handling::Modelled => arg.source != Source::Torchrun,
-        Handling::Refused => true,
+        Handling::Refused | Handling::Separate => true,
         _ => false,
     }
 }
@@ -66,7 +66,7 @@ const FORMS: &str = "an argparse.Namespace (or any object with the arguments as 
 /// # Errors
 /// `TypeError` naming the type of `args` (or of a word) when it is none of
 /// the forms; `LayoutError` for a value out of range.
-fn parsed_args(args: &Bound<'_, PyAny>) -> PyResult<MegatronArgs> {
+pub(crate) fn parsed_args(args: &Bound<'_, PyAny>) -> PyResult<MegatronArgs> {
     if args.is_instance_of::<PyString>() {
         return MegatronArgs::parse_command_line(&args.extract::<String>()?).or_raise();
     }
@@ -226,7 +226,9 @@ pub(crate) fn audit<'py>(
 
 /// The crate's one table of Megatron-LM arguments: ``(name, flag, key,
 /// meaning, handling, source)`` rows, ``handling`` ``"modelled"``,
-/// ``"refused"`` or ``"no group change"``, ``source`` ``"main"``,
+/// ``"refused"``, ``"separate"`` (``inference_shards``, read by
+/// ``InferenceShards.from_megatron_args``), ``"model"`` (the model's
+/// shape: layers, sizes, vocabulary; read by a reshard's model) or ``"no group change"``, ``source`` ``"main"``,
 /// ``"removed"``, ``"attribute"`` or ``"torchrun"``.
 pub(crate) fn table<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
     let rows = PyList::empty(py);
@@ -234,6 +236,8 @@ pub(crate) fn table<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let handling = match a.handling {
             Handling::Modelled => "modelled",
             Handling::Refused => "refused",
+            Handling::Separate => "separate",
+            Handling::Model => "model",
             _ => "no group change",
         };
         let source = match a.source {

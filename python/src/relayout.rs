@@ -9,7 +9,7 @@ use crate::error::{OrRaise, raise};
 use crate::kind::kind;
 use crate::layout::{PyLayout, package_layout};
 use crate::mesh::split_or_none;
-use crate::value::{describe, round_of, size};
+use crate::value::{describe, offset, round_of, size};
 
 /// The re-layout of ``layout`` after ``failed_ranks`` (a list of ranks, or
 /// the text ``"200-203,517"``) fail, under ``policy``
@@ -32,7 +32,7 @@ use crate::value::{describe, round_of, size};
 /// >>> layout = Layout(tp=8, pp=4, dp=36, order="tp-dp-pp")
 /// >>> plan = relayout(layout, "200-203", policy="drop-replica", gpus_per_node=4)
 /// >>> plan.world_size, plan.kinds["tp"], plan.new_communicators
-/// (1120, {'kept': 140, 'shrunk': 0, 'new': 0, 'gone': 4}, 0)
+/// (1120, {'kept': 140, 'shrunk': 0, 'new': 0, 'alone': 0, 'gone': 4}, 0)
 /// >>> plan.changes("dp")["shrunk"][0]
 /// {'old': 0, 'new': 0, 'exclude': [25]}
 #[pyfunction]
@@ -63,7 +63,7 @@ pub(crate) fn relayout<'py>(
                 describe(failed_ranks)
             ))
         })? {
-            ranks.push(size("a failed rank", &item?)?);
+            ranks.push(offset("a failed rank", &item?)?);
         }
         ranks
     };
@@ -72,11 +72,12 @@ pub(crate) fn relayout<'py>(
         Some(v) if !v.is_none() => size(name, v),
         _ => Ok(default),
     };
-    let failure = Failure::new(or("gpus_per_node", gpus_per_node, 1)?, failed).spare_nodes(or(
-        "spare_nodes",
-        spare_nodes,
-        0,
-    )?);
+    let spare_nodes = match spare_nodes {
+        Some(v) if !v.is_none() => offset("spare_nodes", v)?,
+        _ => 0,
+    };
+    let failure =
+        Failure::new(or("gpus_per_node", gpus_per_node, 1)?, failed).spare_nodes(spare_nodes);
     let mut options = RelayoutOptions::default().min_dp(or("min_dp", min_dp, 1)?);
     if let Some(g) = global_batch.filter(|g| !g.is_none()) {
         options =
@@ -135,7 +136,7 @@ impl PyRelayout {
     /// The process (old rank minus offset, or spare) that runs new rank
     /// ``rank``.
     fn process(&self, rank: &Bound<'_, PyAny>) -> PyResult<u32> {
-        let n = size("rank", rank)?;
+        let n = offset("rank", rank)?;
         self.inner.rank_map().process(n).ok_or_else(|| {
             raise(format!(
                 "rank {n} is not a rank of the new layout (0..{})",
@@ -144,7 +145,8 @@ impl PyRelayout {
         })
     }
 
-    /// Kind -> ``{"kept", "shrunk", "new", "gone"}`` counts.
+    /// Kind -> ``{"kept", "shrunk", "new", "alone", "gone"}`` counts
+    /// (``alone``: new groups of one process, which need no communicator).
     #[getter]
     fn kinds<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let out = PyDict::new(py);
@@ -153,6 +155,7 @@ impl PyRelayout {
             d.set_item("kept", c.kept)?;
             d.set_item("shrunk", c.shrunk.len())?;
             d.set_item("new", c.new.len())?;
+            d.set_item("alone", c.alone.len())?;
             d.set_item("gone", c.gone.len())?;
             out.set_item(c.kind.to_string(), d)?;
         }
@@ -162,7 +165,8 @@ impl PyRelayout {
     /// One kind's changed groups: ``shrunk`` (dicts of the old group's
     /// number, the new group's and the positions in the old group to
     /// exclude, in the order ``shrink_group`` keeps), ``new`` (the new
-    /// layout's group numbers that need a communicator) and ``gone`` (old
+    /// layout's group numbers that need a communicator), ``alone`` (the
+    /// new groups of one process, which need none) and ``gone`` (old
     /// group numbers), with ``kept`` the number kept.
     fn changes<'py>(
         &self,
@@ -189,15 +193,18 @@ impl PyRelayout {
             .collect::<PyResult<Vec<_>>>()?;
         out.set_item("shrunk", shrunk)?;
         out.set_item("new", c.new.clone())?;
+        out.set_item("alone", c.alone.clone())?;
         out.set_item("gone", c.gone.clone())?;
         Ok(out)
     }
 
     /// The :class:`Split` that process ``process`` makes of the survivors
-    /// for ``kind`` when its new group is new; ``None`` when it is kept or
-    /// shrunk, or the process has no new rank. For a kind whose groups
-    /// overlap (an encoder's fan-out ``pp``), give ``round`` (``0`` to
-    /// ``layout.split_rounds(kind) - 1``), as :meth:`Layout.split`.
+    /// for ``kind`` when its new group is new; ``None`` when it is kept,
+    /// shrunk or the process alone, or the process has no new rank. For a
+    /// kind whose groups overlap (an encoder's fan-out ``pp``), give
+    /// ``round`` (``0`` to ``layout.split_rounds(kind) - 1``), as
+    /// :meth:`Layout.split`. Raises :class:`LayoutError` for a process
+    /// that is not the plan's or a kind it did not classify.
     #[pyo3(signature = (process, kind, round=None))]
     fn split<'py>(
         &self,
@@ -206,7 +213,7 @@ impl PyRelayout {
         kind: &Bound<'py, PyAny>,
         round: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let p = size("process", process)?;
+        let p = offset("process", process)?;
         let kind = self::kind(kind)?;
         let split = match round {
             None => self.inner.split(p, kind),

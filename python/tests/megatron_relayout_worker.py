@@ -97,7 +97,8 @@ def check(plan: Any, n: int, old: dict[str, Any], ps: Any, dist: Any, torch: Any
         dist.all_reduce(t, group=pg)
         assert t.item() == sum(layout.group(kind, color)), (kind, t.item())
         changes = plan.changes(kind)
-        kept = color not in changes["new"] and all(s["new"] != color for s in changes["shrunk"])
+        made = changes["new"] + changes["alone"]
+        kept = color not in made and all(s["new"] != color for s in changes["shrunk"])
         assert (pg is old[kind]) == kept, (kind, kept)
         seen[kind] = "kept" if kept else "made"
     # The pipeline neighbours are torch ranks of the new layout's stages.

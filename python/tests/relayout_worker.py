@@ -238,7 +238,7 @@ def check_new(plan: Any, old_groups: dict, applied: Any, rank: int) -> dict[str,
             continue
         ch = plan.changes(kind)
         shrunk = {s["new"]: s for s in ch["shrunk"]}
-        expected = "new" if split.color in ch["new"] else "shrunk" if split.color in shrunk else "kept"
+        expected = "new" if split.color in ch["new"] + ch["alone"] else "shrunk" if split.color in shrunk else "kept"
         assert how == expected or (how, expected) == ("rebuilt", "shrunk"), (kind, how, expected)
         if how == "kept":
             assert pg is old_pg, kind  # the same ProcessGroup object
@@ -266,7 +266,7 @@ def check_new_rounds(plan: Any, kind: str, old_pgs: list, applied: Any, new_rank
     colors = sorted(s.color for s in splits if s is not None)
     assert len(pgs) == len(colors), (kind, colors)
     ch = plan.changes(kind)
-    changed = set(ch["new"]) | {s["new"] for s in ch["shrunk"]}
+    changed = set(ch["new"]) | set(ch["alone"]) | {s["new"] for s in ch["shrunk"]}
     out = []
     for color, pg in zip(colors, pgs):
         kept = any(pg is old for old in old_pgs)

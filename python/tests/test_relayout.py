@@ -61,6 +61,29 @@ def test_errors_name_the_value() -> None:
         relayout(Layout(**WORKED), [1], policy="shiftranks")
     with pytest.raises(LayoutError, match="1 node\\(s\\) failed and there are 0 spare"):
         relayout(Layout(**WORKED), [1], policy="spare", gpus_per_node=4)
+    # Rank 0 is a rank: a negative one is refused as "at least 0".
+    with pytest.raises(LayoutError, match="a failed rank must be at least 0, got -1"):
+        relayout(Layout(**WORKED), [-1], policy="fill-gaps")
+    plan = relayout(Layout(**WORKED), [0], policy="drop-replica", kinds=["tp"])
+    # A process the plan does not have, or a kind it did not classify, is
+    # an error naming it, not None.
+    with pytest.raises(LayoutError, match="process = 99999 \\(the plan has 1152\\)"):
+        plan.split(99999, "dp")
+    with pytest.raises(LayoutError, match="kind = dp"):
+        plan.split(8, "dp")
+    with pytest.raises(LayoutError, match="process must be at least 0, got -1"):
+        plan.split(-1, "tp")
+    assert plan.split(0, "tp") is None  # failed: no split
+
+
+def test_a_process_alone_needs_no_communicator() -> None:
+    """next-grid on tp 2, pp 2, 8 ranks with rank 3 lost and at least 2
+    replicas: pp shrinks to 1, each pp group is one process alone, which
+    is not a new communicator."""
+    plan = relayout(Layout(tp=2, pp=2, world_size=8), [3], policy="next-grid", gpus_per_node=2, min_dp=2)
+    assert plan.kinds["pp"] == {"kept": 0, "shrunk": 0, "new": 0, "alone": 6, "gone": 4}
+    assert plan.changes("pp")["alone"] == [0, 1, 2, 3, 4, 5]
+    assert plan.new_communicators == 4
 
 
 def test_encoder_layout_drops_a_replica_from_both_grids() -> None:

@@ -82,10 +82,11 @@ def run_case(config: dict[str, Any], kinds: list[str], failed: int, tmp_path: Pa
             counts = plan.kinds[kind]
             assert len(by_how["kept"]) == counts["kept"], (policy, kind)
             if overlapping:
-                assert len(by_how["new"]) == counts["new"] + counts["shrunk"], (policy, kind)
+                assert len(by_how["new"]) == counts["new"] + counts["alone"] + counts["shrunk"], (policy, kind)
             else:
                 assert len(by_how[shrunk]) == counts["shrunk"], (policy, kind)
-                assert len(by_how["new"]) == counts["new"], (policy, kind)
+                # A process alone gets a group of itself: made, not counted new.
+                assert len(by_how["new"]) == counts["new"] + counts["alone"], (policy, kind)
             # Every group of the new layout was checked.
             assert sum(map(len, by_how.values())) == len(plan.layout.groups(kind))
         if stand_in:

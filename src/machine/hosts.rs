@@ -14,7 +14,14 @@ use crate::machine::hostlist::expand_hostlist;
 /// its *domain*. A host with no keys has an unknown domain: it never joins
 /// a domain, so a group that spans it and another host crosses domains.
 /// Keys are opaque strings, compared as written.
+///
+/// ```
+/// use rank_layout::machine::Host;
+/// let host = Host::new("gb01", None).keys(vec!["spine1".into(), "rack07".into()]).gpus(Some(4));
+/// assert_eq!((host.domain(), host.gpus, host.healthy), (Some("rack07"), Some(4), true));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct Host {
     /// The host's name, as the launcher knows it.
     pub name: String,
@@ -35,6 +42,27 @@ impl Host {
             healthy: true,
             keys: domain.map(|d| vec![d.to_string()]).unwrap_or_default(),
         }
+    }
+
+    /// With `gpus` GPUs (`None`: not given).
+    #[must_use]
+    pub fn gpus(mut self, gpus: Option<u32>) -> Host {
+        self.gpus = gpus;
+        self
+    }
+
+    /// Healthy or not.
+    #[must_use]
+    pub fn healthy(mut self, healthy: bool) -> Host {
+        self.healthy = healthy;
+        self
+    }
+
+    /// With the topology keys `keys`, outermost first (empty: unknown).
+    #[must_use]
+    pub fn keys(mut self, keys: Vec<String>) -> Host {
+        self.keys = keys;
+        self
     }
 
     /// Its domain: the innermost topology key, `None` when unknown.

@@ -1,8 +1,10 @@
 //! The layout on the real machine: the hosts a job got ([`Hosts`]), the
 //! node order that keeps the groups that must stay inside an NVLink domain
-//! inside one ([`place`]), how every kind's groups then fall on the
-//! topology ([`NodePlan::crossing`]), and the launcher files that start
-//! each rank where it was placed ([`Launcher`]).
+//! inside one and the other kinds' groups under few parents of the
+//! topology tree ([`place`]), how every kind's groups then fall on each
+//! level of the topology, placed and in the table's order
+//! ([`NodePlan::kinds`], [`NodePlan::crossing`]), and the launcher files
+//! that start each rank where it was placed ([`Launcher`]).
 //!
 //! The unit of placement is a whole node: every GPU of a node is in the
 //! node's domain, so a permutation of nodes (logical node -> host) with GPU
@@ -16,25 +18,28 @@
 //! let hosts = Hosts::parse_plain("n0 rackA 4\nn1 rackB 4\nn2 rackA 4\nn3 rackB 4\n")?;
 //! let layout = Layout::new(&Config::new().tp(8).world_size(16))?;
 //! let tp = KindGroups::of_layout(&layout, Kind::TP)?;
-//! let plan = place(16, &[tp.clone()], &hosts, &PlaceOptions::default())?;
+//! let plan = place(16, &[tp.clone()], &[], &hosts, &PlaceOptions::default())?;
 //! assert_eq!(plan.crossing(&hosts, &tp).domain_crossing(), 0);
 //! let plain = rank_layout::machine::NodePlan::plain(16, &hosts, 4)?;
 //! assert_eq!(plain.crossing(&hosts, &tp).domain_crossing(), 2);
 //! # Ok::<(), rank_layout::Error>(())
 //! ```
 
+mod fill;
 mod hostlist;
 mod hosts;
 mod launcher;
 mod layout_place;
 mod place;
 mod read;
+mod straddle;
+mod tree;
 
 pub use hostlist::{MAX_HOSTS, expand_hostlist};
 pub use hosts::{Host, Hosts};
 pub use launcher::Launcher;
 pub use layout_place::{default_must_fit, place_layout};
-pub use place::{Crossing, KindGroups, NodePlan, PlaceOptions, Shortfall, place};
+pub use place::{Crossing, KindCrossing, KindGroups, NodePlan, PlaceOptions, Shortfall, place};
 #[cfg(feature = "serde")]
 pub use read::DEFAULT_CLIQUE_LABEL;
 

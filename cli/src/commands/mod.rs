@@ -11,6 +11,7 @@ mod place;
 mod rank;
 mod relayout;
 mod render;
+mod reshard;
 mod suggest;
 
 use crate::args::{Cli, Command};
@@ -58,5 +59,6 @@ pub fn run(cli: &Cli) -> Result<Outcome, Failure> {
         Command::Bridge(args) => bridge::run(args),
         Command::Place(args) => place::run(args),
         Command::Relayout(args) => relayout::run(args),
+        Command::Reshard(args) => reshard::run(args),
     }
 }

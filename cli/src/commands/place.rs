@@ -27,14 +27,12 @@ pub fn run(args: &PlaceArgs) -> Result<Outcome, Failure> {
             "place takes a layout or a mesh, not a --modules file".to_string(),
         ));
     };
-    let options = PlaceOptions {
-        gpus_per_node: args.setup.gpus_per_node,
-        shortfall: match args.on_shortfall {
-            OnShortfall::Straddle => Shortfall::Straddle,
-            OnShortfall::Shrink => Shortfall::Shrink,
-            OnShortfall::Fail => Shortfall::Fail,
-        },
-    };
+    let mut options = PlaceOptions::default().shortfall(match args.on_shortfall {
+        OnShortfall::Straddle => Shortfall::Straddle,
+        OnShortfall::Shrink => Shortfall::Shrink,
+        OnShortfall::Fail => Shortfall::Fail,
+    });
+    options.gpus_per_node = args.setup.gpus_per_node;
     let sets = must_fit(&target, &args.must_fit)?;
     let (target, plan, shrunk): (Target, NodePlan, Option<Shrunk>) = match &target {
         Target::Layout { layout, given } => {
@@ -76,7 +74,7 @@ pub fn run(args: &PlaceArgs) -> Result<Outcome, Failure> {
                 .iter()
                 .map(|s| target.kind_groups(s))
                 .collect::<Result<Vec<_>, _>>()?;
-            let plan = machine::place(target.world_size(), &kinds, &hosts, &options)?;
+            let plan = machine::place(target.world_size(), &kinds, &[], &hosts, &options)?;
             (target, plan, None)
         }
     };

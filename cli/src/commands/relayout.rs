@@ -79,10 +79,8 @@ fn placed_failure(
     failed: Vec<u32>,
 ) -> Result<(Lost, Option<Vec<String>>), Failure> {
     let hosts = hosts_file::read(path).map_err(Failure::Message)?;
-    let options = PlaceOptions {
-        gpus_per_node: args.setup.gpus_per_node,
-        shortfall: Shortfall::Straddle,
-    };
+    let mut options = PlaceOptions::default().shortfall(Shortfall::Straddle);
+    options.gpus_per_node = args.setup.gpus_per_node;
     let (_, plan) = place_layout(layout, &default_must_fit(layout), &hosts, &options)?;
     let names: Vec<&str> = args.failed_hosts.iter().map(String::as_str).collect();
     let on_hosts = Lost::of_hosts(&plan, &hosts, layout.rank_offset(), &names)?;

@@ -83,10 +83,7 @@ impl HostsReport {
                     .iter()
                     .filter_map(|k| {
                         let mine = k.groups.iter().find(|g| g.contains(&job))?;
-                        let one = KindGroups {
-                            name: k.name.clone(),
-                            groups: vec![mine.clone()],
-                        };
+                        let one = KindGroups::new(k.name.clone(), vec![mine.clone()]);
                         (plan.crossing(hosts, &one).domain_crossing() > 0).then(|| k.name.clone())
                     })
                     .collect();

@@ -18,7 +18,9 @@ Split(color=5, key=1)
 ([13], True)
 
 Multi-module models (Megatron-Core's MIMO): :class:`Modules`, named
-meshes joined by edges, with each edge's bridge plan.
+meshes joined by edges, with each edge's bridge plan. Megatron-Core 0.19's
+inference shards (``--inference-shards``, prefill and decode roles):
+:class:`InferenceShards`, each shard a :class:`Layout` at its rank offset.
 
 Real ``torch.distributed`` process groups: :func:`rank_layout.torch.new_groups`
 (and :func:`rank_layout.torch.new_module_groups` for :class:`Modules`).
@@ -36,11 +38,23 @@ from typing import Union as _Union
 from rank_layout._native import CONFIG_KEYS, LayoutError
 from rank_layout._native import MEGATRON_TABLE as _MEGATRON_TABLE
 from rank_layout._native import Layout as _NativeLayout
-from rank_layout._native import Mesh, Modules, Relayout, megatron_config, place, relayout, torchtitan_mesh
+from rank_layout._native import (
+    InferenceShard,
+    InferenceShards,
+    Mesh,
+    Modules,
+    Relayout,
+    megatron_config,
+    place,
+    relayout,
+    torchtitan_mesh,
+)
 
 __all__ = [
     "Layout",
     "LayoutError",
+    "InferenceShard",
+    "InferenceShards",
     "CONFIG_KEYS",
     "MEGATRON_ARGS",
     "MEGATRON_REFUSED",
@@ -175,7 +189,9 @@ class Layout(_NativeLayout):
         The arguments of :data:`MEGATRON_REFUSED` (``hybrid_context_parallel``,
         the RL inference sizes, ...) change the groups in a way rank-layout
         does not model: given (not ``None`` or ``False``), they raise
-        :class:`LayoutError` naming them.
+        :class:`LayoutError` naming them. ``inference_shards`` describes
+        several layouts, not one: given, it raises too;
+        :meth:`InferenceShards.from_megatron_args` reads them.
 
         The expert layout is Megatron-Core's folded grid (the default of
         :class:`Layout`), with an encoder too. ``overrides`` are
