@@ -34,6 +34,15 @@ Megatron-Core's leaves behind.
 Megatron-Core (which need not be installed), as an object with the getters
 of ``parallel_state`` as methods.
 
+:func:`pg_collection` gives Megatron-Core's ``ProcessGroupCollection`` of
+a state (or of the installed ``parallel_state``), every field of the
+installed release's class as ``ProcessGroupCollection.use_mpu_process_groups()``
+fills it, from the groups already made.
+:func:`build_inference_pg_collections_for_shards` is Megatron-Core
+0.19.2's, for ``--inference-shards``: one collection per shard, with
+this rank's groups only (one members-only ``new_group`` per kind, where
+Megatron-Core makes every group of every shard on every rank).
+
 Every group has its members in ascending order (Megatron-Core's groups are
 made by ``new_group``, which sorts); the ``*_GLOBAL_RANKS`` lists are in
 Megatron-Core's order. With ``rank_map=`` (a placed job: Megatron-Core's
@@ -55,8 +64,16 @@ does not fit the world, or an initialized ``parallel_state``.
 # rank_layout.torch._megatron, one concept a module: release (each
 # release's signature and globals, which one is installed), nccl
 # (Megatron-Core's NCCL communicator configuration), plan (_Plan: the
-# checks, the layout, the group families) and state (ParallelState, how it
-# is built from a plan, and the calls that install it).
+# checks, the layout, the group families), state (ParallelState, how it
+# is built from a plan, and the calls that install it) and collection
+# (Megatron-Core's ProcessGroupCollection, of a state or of each inference
+# shard).
+from rank_layout.torch._megatron.collection import (
+    SHARD_FIELDS,
+    TRAINING_FIELDS,
+    build_inference_pg_collections_for_shards,
+    pg_collection,
+)
 from rank_layout.torch._megatron.plan import _Plan  # noqa: F401 (the tests plan any rank of a world with it)
 from rank_layout.torch._megatron.release import (  # noqa: F401 (_bind: the tests bind arguments as the calls do)
     GLOBALS,
@@ -79,6 +96,10 @@ __all__ = [
     "relayout_model_parallel",
     "destroy_model_parallel",
     "ParallelState",
+    "pg_collection",
+    "TRAINING_FIELDS",
+    "build_inference_pg_collections_for_shards",
+    "SHARD_FIELDS",
     "MEGATRON_CORE_VERSION",
     "MEGATRON_CORE_VERSIONS",
     "SIGNATURES",
