@@ -62,8 +62,8 @@
 //! in [`mesh`] (selections, specifications, coordinates, torchtitan's
 //! meshes) and [`modules`] (bridges, roles, edges, specifications);
 //! Megatron-LM's vocabulary in [`megatron`], MPI communicators in `mpi`.
-//! The 1.0 root paths of the mesh and modules types still compile until
-//! 2.0 (CHANGELOG.md).
+//! The 1.0 root paths of the mesh types still compile until 2.0
+//! (CHANGELOG.md).
 //!
 //! # Which per-rank call to use when
 //!
@@ -150,17 +150,14 @@ pub use layout_shape::LayoutShape;
 pub use mesh::Mesh;
 pub use modules::Modules;
 
-// The paths of 1.0: every mesh and modules type at the root. They stay
-// until 2.0 (hiding them from the docs would be a breaking change to
-// `cargo semver-checks`); their home is `mesh::` and `modules::`. (Rust
-// cannot mark a re-export deprecated: rust-lang/rust#30827.)
+// The paths of 1.0.0 (c190071): the mesh types at the root. They stay until
+// 2.0 (hiding them from the docs would be a breaking change to `cargo
+// semver-checks`); their home is `mesh::`. (Rust cannot mark a re-export
+// deprecated: rust-lang/rust#30827.) The modules types came in 1.1, in
+// `modules::` only.
 pub use mesh::{
     FlattenSpec, MeshCoord, MeshSpec, MeshSplits, MeshSplitsIter, Selection, ViewSpec,
     torchtitan_mesh,
-};
-pub use modules::{
-    Bridge, BridgeKind, BridgeRole, ColocatedMode, ColocatedPlan, Direction, EdgeInfo, EdgeSpec,
-    GroupList, ModuleSpec, ModulesSpec, Spans,
 };
 pub use order::Order;
 pub use plan::groups::Groups;

@@ -23,8 +23,8 @@ use rank_layout::mpi::rsmpi::collective::SystemOperation;
 use rank_layout::mpi::traits::*;
 use rank_layout::mpi::{Communicator, SimpleCommunicator};
 use rank_layout::{
-    BridgeKind, ColocatedMode, Config, Direction, ExpertLayout, Layout, Mesh, MeshSpec, Modules,
-    Spans,
+    Config, ExpertLayout, Layout, Mesh, MeshSpec, Modules,
+    modules::{BridgeKind, ColocatedMode, Direction, Spans},
 };
 
 #[allow(dead_code)]
