@@ -89,11 +89,14 @@
 //!
 //! # Features
 //!
-//! None is on by default: the library alone depends on `thiserror` and
-//! `arrayvec`.
+//! None is on by default: the library alone depends on `thiserror`,
+//! `arrayvec` and `fnv`. The docs on docs.rs are built with `serde` and mark
+//! the items a feature gates.
 //!
-//! - `serde`: `Serialize`/`Deserialize` for [`Config`], [`Order`], [`Kind`]
-//!   and [`Layout`] (deserializing a layout re-validates it).
+//! - `serde` (with `serde_json`): `Serialize`/`Deserialize` for [`Config`],
+//!   [`Order`], [`Kind`] and [`Layout`] (deserializing a layout re-validates
+//!   it), modules files ([`modules::ModulesSpec`]), and the reader of
+//!   `kubectl get nodes -o json` (`machine::Hosts::parse_kubectl_nodes`).
 //! - `mpi`: build real communicators with `MPI_Comm_split`
 //!   (`Layout::communicators`; needs an MPI library such as Open MPI). The
 //!   module `mpi` re-exports, by name, the rsmpi types its API uses.
@@ -107,6 +110,8 @@
 //! Group sizes are `usize`, like every length; ranks, colors and keys are
 //! `u32`. Rank ranges in messages are written `first..last`, both included.
 #![forbid(unsafe_code)]
+// docs.rs (Cargo.toml's `--cfg docsrs`): each item a feature gates says so.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod axis;
 mod config;
