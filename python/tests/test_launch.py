@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -41,6 +42,8 @@ from conftest import require
 require("torch")
 
 from rank_layout import Layout, place  # noqa: E402
+
+pytestmark = pytest.mark.slow  # placed launches: real launchers, several processes each
 
 WORKER = str(Path(__file__).with_name("launch_worker.py"))
 DEADLINE_S = 240.0
@@ -69,10 +72,29 @@ def need(program: str) -> str:
     return path
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def launcher_port() -> int:
+    """A port for torchrun's own store (``--master-port``), which must be
+    named before the agent binds it: a random one below the kernel's range
+    of ephemeral ports (``net.ipv4.ip_local_port_range``), which the kernel
+    never hands to ``bind(0)`` or ``connect()`` (a free port found by
+    ``bind(0)`` and let go may be taken by another test's connections
+    before the agent binds it), and not bound now."""
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    for _ in range(100):
+        port = random.randrange(10000, low)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return port
+    raise OSError(f"no free port in 10000..{low}")
+
+
+#: The rendezvous ports inside the network namespaces (torchrun's
+#: defaults): each test makes its own namespaces, where nothing else binds.
+NETNS_C10D_PORT = 29400
+NETNS_STATIC_PORT = 29500
 
 
 def write_spec(tmp: Path, name: str, layout: dict, p: dict, must_fit: list[str], gather: bool) -> tuple[Path, Path]:
@@ -177,7 +199,9 @@ def test_mpirun_with_the_emitted_rankfile(tmp_path: Path) -> None:
     ssh.write_text(SSH_STANDIN)
     ssh.chmod(0o755)
     spec, out = write_spec(tmp_path, "mpirun", config, p, ["tp"], gather=False)
-    env = base_env(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), GLOO_SOCKET_IFNAME="lo")
+    # The processes meet through a file (launch_worker.py: process 0's
+    # store on a port the kernel gives it), as the spawned worlds do.
+    env = base_env(RL_RDZV=str(tmp_path / "rdzv"), GLOO_SOCKET_IFNAME="lo")
     cmd = [
         mpirun, "--allow-run-as-root", "--oversubscribe", "--mca", "plm", "rsh",
         "--mca", "plm_rsh_agent", str(ssh), "--mca", "plm_rsh_no_tree_spawn", "1",
@@ -224,7 +248,7 @@ def test_torchrun_static_with_the_emitted_node_ranks(tmp_path: Path) -> None:
     table = static_table(p)
     assert table == {"h1": 0, "h3": 1, "h2": 2, "h4": 3}
     spec, out = write_spec(tmp_path, "static", config, p, ["tp"], gather=False)
-    port = free_port()
+    port = launcher_port()
     commands = [
         (
             torchrun(table[host], "--rdzv-backend=static", "--master-addr=127.0.0.1", f"--master-port={port}", WORKER, str(spec)),
@@ -328,7 +352,7 @@ def test_netns_c10d_crosses_racks_the_placement_does_not(netns_hosts: Hosts, tmp
 
     # c10d: the agents' --local-addr is what it sorts.
     spec, out = write_spec(tmp_path, "c10d", config, p, ["tp"], gather=True)
-    endpoint = f"{hosts.addr['h1']}:{free_port()}"
+    endpoint = f"{hosts.addr['h1']}:{NETNS_C10D_PORT}"
     commands = []
     for h in hosts.names:
         conf = f"is_host={int(h == 'h1')},join_timeout=90"
@@ -351,7 +375,7 @@ def test_netns_c10d_crosses_racks_the_placement_does_not(netns_hosts: Hosts, tmp
     table = static_table(p)
     master = hosts.addr[next(h for h, n in table.items() if n == 0)]
     spec, out = write_spec(tmp_path, "static", config, p, ["tp"], gather=False)
-    port = free_port()
+    port = NETNS_STATIC_PORT
     commands = [
         hosts.run(
             h,
