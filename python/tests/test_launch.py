@@ -26,10 +26,8 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -41,6 +39,7 @@ from conftest import require
 
 require("torch")
 
+import worlds  # noqa: E402
 from rank_layout import Layout, place  # noqa: E402
 
 pytestmark = pytest.mark.slow  # placed launches: real launchers, several processes each
@@ -70,25 +69,6 @@ def need(program: str) -> str:
             pytest.fail(message)
         pytest.skip(message)
     return path
-
-
-def launcher_port() -> int:
-    """A port for torchrun's own store (``--master-port``), which must be
-    named before the agent binds it: a random one below the kernel's range
-    of ephemeral ports (``net.ipv4.ip_local_port_range``), which the kernel
-    never hands to ``bind(0)`` or ``connect()`` (a free port found by
-    ``bind(0)`` and let go may be taken by another test's connections
-    before the agent binds it), and not bound now."""
-    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    for _ in range(100):
-        port = random.randrange(10000, low)
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        return port
-    raise OSError(f"no free port in 10000..{low}")
 
 
 #: The rendezvous ports inside the network namespaces (torchrun's
@@ -248,7 +228,7 @@ def test_torchrun_static_with_the_emitted_node_ranks(tmp_path: Path) -> None:
     table = static_table(p)
     assert table == {"h1": 0, "h3": 1, "h2": 2, "h4": 3}
     spec, out = write_spec(tmp_path, "static", config, p, ["tp"], gather=False)
-    port = launcher_port()
+    port = worlds.unbound_port()  # torchrun's store: named before its agent binds it
     commands = [
         (
             torchrun(table[host], "--rdzv-backend=static", "--master-addr=127.0.0.1", f"--master-port={port}", WORKER, str(spec)),
