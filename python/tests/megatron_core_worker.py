@@ -175,8 +175,11 @@ def reset(module: Any) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         rl_megatron.destroy_model_parallel()
-    module._GLOBAL_MEMORY_BUFFER = None
-    module._GLOBAL_SYMMETRIC_MEMORY_BUFFER = None
+    # Only the buffers this release has (0.19 has no symmetric one): a global
+    # added here would differ from a fresh module's in the next comparison.
+    for name in ("_GLOBAL_MEMORY_BUFFER", "_GLOBAL_SYMMETRIC_MEMORY_BUFFER"):
+        if hasattr(module, name):
+            setattr(module, name, None)
 
 
 # -- processes ---------------------------------------------------------
