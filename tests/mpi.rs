@@ -31,6 +31,7 @@ use rank_layout::mpi::rsmpi::topology::Color;
 use rank_layout::mpi::{
     Communicator, GroupComm, Numbering, RelayoutCommunicators, SimpleCommunicator,
 };
+use rank_layout::modules::{BridgeKind, ColocatedMode, Direction, Spans};
 use rank_layout::relayout::{Change, Failure, Policy, Relayout, RelayoutOptions, relayout};
 use rank_layout::*;
 

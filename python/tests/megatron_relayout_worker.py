@@ -27,7 +27,7 @@ TIMEOUT = timedelta(seconds=60)
 FAILED_EXIT = 17
 
 
-def run(rank: int, world: int, port: int, out: str, job: dict[str, Any]) -> None:
+def run(rank: int, world: int, rdzv: str, out: str, job: dict[str, Any]) -> None:
     import worlds
 
     result: dict[str, Any] = {"rank": rank, "error": None}
@@ -41,8 +41,7 @@ def run(rank: int, world: int, port: int, out: str, job: dict[str, Any]) -> None
 
         torch.set_num_threads(1)
         failed = job["failed"]
-        store = dist.TCPStore("127.0.0.1", port, world, is_master=rank == 0, timeout=TIMEOUT)
-        dist.init_process_group("gloo", store=store, rank=rank, world_size=world, timeout=TIMEOUT)
+        store = worlds.init_gloo(rank, world, rdzv, TIMEOUT)
         args = dict(job["args"], distributed_timeout_minutes=1)
         state = mg.initialize_model_parallel(**args)
         t = torch.ones(1)

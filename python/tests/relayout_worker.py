@@ -1,5 +1,5 @@
 """The body of each process of test_relayout_gloo.py (a module of its own so
-that spawned processes can import it), and the harness that spawns them.
+that processes can import it), and the harness that spawns them.
 
 One world per test: the old layout's ranks, then the spare processes
 (launched with the job, in no group of the old layout). Every process
@@ -27,6 +27,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import worlds
+
 #: Every wait of the processes: the store, each group's rendezvous and
 #: collectives.
 TIMEOUT = timedelta(seconds=60)
@@ -34,7 +36,7 @@ TIMEOUT = timedelta(seconds=60)
 FAILED_EXIT = 17
 
 
-def run(rank: int, world: int, port: int, out: str, job: dict[str, Any]) -> None:
+def run(rank: int, world: int, rdzv: str, out: str, job: dict[str, Any]) -> None:
     """One process of the world; writes what it saw to ``out``/rank.json."""
     result: dict[str, Any] = {"rank": rank, "error": None, "policies": {}, "times": {}}
     failed = job["failed"]
@@ -52,8 +54,7 @@ def run(rank: int, world: int, port: int, out: str, job: dict[str, Any]) -> None
 
         torch.set_num_threads(1)
         mark("imported")
-        store = dist.TCPStore("127.0.0.1", port, world, is_master=rank == 0, timeout=TIMEOUT)
-        dist.init_process_group("gloo", store=store, rank=rank, world_size=world, timeout=TIMEOUT)
+        store = worlds.init_gloo(rank, world, rdzv, TIMEOUT)
         mark("joined")
         layout = Layout(**job["layout"])
         kinds = job["kinds"]
@@ -300,10 +301,8 @@ def check_group(plan: Any, kind: str, color: int, pg: Any, new_rank: int) -> tup
 
 
 def spawn(world: int, job: dict[str, Any], tmp_path: Path, deadline_s: float) -> list[dict[str, Any]]:
-    """Runs :func:`run` in ``world`` spawned processes (worlds.run_world):
+    """Runs :func:`run` in ``world`` processes (worlds.run_world):
     process ``job["failed"]`` must end with FAILED_EXIT, every other with
     0, within ``deadline_s`` (past it every process is killed: a hang
     fails the test). Each process's result, by rank."""
-    import worlds
-
     return worlds.run_world(run, world, job, tmp_path, deadline_s, exit_codes={job["failed"]: FAILED_EXIT})

@@ -25,6 +25,8 @@ torch = require("torch")
 import relayout_worker  # noqa: E402
 from rank_layout import Layout, relayout  # noqa: E402
 
+pytestmark = pytest.mark.slow  # gloo worlds of 8 and 16 processes
+
 #: (label, policy, spare nodes, with relayout_worker.StandInShrink): each
 #: applied in turn to the same old groups.
 POLICIES = [

@@ -68,12 +68,6 @@ impl BridgeKind {
             BridgeKind::ColocatedCpReduce => "colocated_cp_reduce",
         }
     }
-
-    /// The name: see [`BridgeKind::name`].
-    #[deprecated(since = "1.1.0", note = "use `name()`, as every enum of the crate")]
-    pub fn as_str(self) -> &'static str {
-        self.name()
-    }
 }
 
 impl fmt::Display for BridgeKind {
@@ -85,7 +79,7 @@ impl fmt::Display for BridgeKind {
 impl FromStr for BridgeKind {
     type Err = Error;
 
-    /// A kind by its name ([`BridgeKind::as_str`]).
+    /// A kind by its name ([`BridgeKind::name`]).
     fn from_str(s: &str) -> Result<BridgeKind> {
         BridgeKind::ALL
             .into_iter()
@@ -104,7 +98,7 @@ impl FromStr for BridgeKind {
 /// Built by [`Modules::bridge`](crate::Modules::bridge); the rules are in
 /// [`semantics`](crate::semantics) (section 9). Separate spans have the
 /// leader plan; colocated modules have it too (it is the plan of
-/// [`ColocatedMode::P2p`](crate::ColocatedMode::P2p)) and the gather plan
+/// [`ColocatedMode::P2p`](crate::modules::ColocatedMode::P2p)) and the gather plan
 /// in [`colocated`](Bridge::colocated).
 ///
 /// ```

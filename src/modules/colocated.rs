@@ -28,12 +28,6 @@ impl ColocatedMode {
             ColocatedMode::P2p => "p2p",
         }
     }
-
-    /// The name: see [`ColocatedMode::name`].
-    #[deprecated(since = "1.1.0", note = "use `name()`, as every enum of the crate")]
-    pub fn as_str(self) -> &'static str {
-        self.name()
-    }
 }
 
 impl fmt::Display for ColocatedMode {
@@ -42,7 +36,7 @@ impl fmt::Display for ColocatedMode {
     }
 }
 
-/// The colocated part of a [`Bridge`](crate::Bridge).
+/// The colocated part of a [`Bridge`](crate::modules::Bridge).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub struct ColocatedPlan {

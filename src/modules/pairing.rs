@@ -30,12 +30,6 @@ impl Direction {
             Direction::Equal => "equal",
         }
     }
-
-    /// The name: see [`Direction::name`].
-    #[deprecated(since = "1.1.0", note = "use `name()`, as every enum of the crate")]
-    pub fn as_str(self) -> &'static str {
-        self.name()
-    }
 }
 
 impl fmt::Display for Direction {
