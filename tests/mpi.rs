@@ -25,13 +25,13 @@ use std::io::Read;
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
+use rank_layout::modules::{BridgeKind, ColocatedMode, Direction, Spans};
 use rank_layout::mpi::prelude::*;
 use rank_layout::mpi::rsmpi::collective::SystemOperation;
 use rank_layout::mpi::rsmpi::topology::Color;
 use rank_layout::mpi::{
     Communicator, GroupComm, Numbering, RelayoutCommunicators, SimpleCommunicator,
 };
-use rank_layout::modules::{BridgeKind, ColocatedMode, Direction, Spans};
 use rank_layout::relayout::{Change, Failure, Policy, Relayout, RelayoutOptions, relayout};
 use rank_layout::*;
 
