@@ -4,8 +4,6 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::error::{Error, Result};
-use crate::machine::hosts::Hosts;
-use crate::machine::hosts_reader::HostsReader;
 use crate::machine::names::by_name;
 
 /// The format of a host table's text (the command line's
@@ -17,19 +15,19 @@ pub enum HostsFormat {
     /// JSON when the text starts with `[` or `{`, else plain.
     #[default]
     Auto,
-    /// `host domain [gpus] [state]` lines ([`Hosts::parse_plain`]).
+    /// `host domain [gpus] [state]` lines ([`Hosts::parse_plain`](crate::machine::hosts::Hosts::parse_plain)).
     Plain,
     /// A JSON list of hosts (`Hosts::parse_json`; feature `serde`).
     Json,
-    /// `nvidia-smi -q` of the hosts ([`Hosts::parse_nvidia_smi`]).
+    /// `nvidia-smi -q` of the hosts ([`Hosts::parse_nvidia_smi`](crate::machine::hosts::Hosts::parse_nvidia_smi)).
     NvidiaSmi,
-    /// Slurm's `topology.conf` ([`Hosts::parse_topology_conf`]).
+    /// Slurm's `topology.conf` ([`Hosts::parse_topology_conf`](crate::machine::hosts::Hosts::parse_topology_conf)).
     TopologyConf,
-    /// Slurm's `topology.yaml` ([`Hosts::parse_topology_yaml`]).
+    /// Slurm's `topology.yaml` ([`Hosts::parse_topology_yaml`](crate::machine::hosts::Hosts::parse_topology_yaml)).
     TopologyYaml,
-    /// `scontrol show topology` ([`Hosts::parse_scontrol_topology`]).
+    /// `scontrol show topology` ([`Hosts::parse_scontrol_topology`](crate::machine::hosts::Hosts::parse_scontrol_topology)).
     Scontrol,
-    /// `SLURM_TOPOLOGY_ADDR=` lines ([`Hosts::parse_slurm_topology_addr`]).
+    /// `SLURM_TOPOLOGY_ADDR=` lines ([`Hosts::parse_slurm_topology_addr`](crate::machine::hosts::Hosts::parse_slurm_topology_addr)).
     SlurmTopologyAddr,
     /// `kubectl get nodes -o json` (`Hosts::parse_kubectl_nodes`; feature
     /// `serde`).
@@ -116,27 +114,5 @@ impl FromStr for HostsFormat {
     /// ```
     fn from_str(s: &str) -> Result<HostsFormat> {
         by_name("host table format", &HostsFormat::ALL, HostsFormat::name, s)
-    }
-}
-
-impl Hosts {
-    /// The host table of `text` in `format`, with each format's defaults
-    /// (the clique label `DEFAULT_CLIQUE_LABEL`, `nvidia.com/gpu.clique`,
-    /// the cluster's default topology of a `topology.yaml`): what the
-    /// command line's `--hosts FILE --hosts-format FORMAT` reads. For the
-    /// options and `--nodelist`, [`HostsReader`].
-    ///
-    /// ```
-    /// use rank_layout::machine::{Hosts, HostsFormat};
-    /// let hosts = Hosts::parse("BlockName=b1 Nodes=gb[01-02]\n", HostsFormat::TopologyConf)?;
-    /// assert_eq!(hosts.get(1).unwrap().domain(), Some("b1"));
-    /// assert_eq!(Hosts::parse("gb01 b1 4\n", HostsFormat::Auto)?.get(0).unwrap().gpus, Some(4));
-    /// # Ok::<(), rank_layout::Error>(())
-    /// ```
-    ///
-    /// # Errors
-    /// The format's reader's; a JSON format without the feature `serde`.
-    pub fn parse(text: &str, format: HostsFormat) -> Result<Hosts> {
-        HostsReader::new(format).read(text).map(|read| read.hosts)
     }
 }

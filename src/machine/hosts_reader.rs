@@ -223,3 +223,25 @@ fn needs_serde(format: HostsFormat) -> Error {
         problem: "reading JSON needs the library's feature `serde`".to_string(),
     }
 }
+
+impl Hosts {
+    /// The host table of `text` in `format`, with each format's defaults
+    /// (the clique label `DEFAULT_CLIQUE_LABEL`, `nvidia.com/gpu.clique`,
+    /// the cluster's default topology of a `topology.yaml`): what the
+    /// command line's `--hosts FILE --hosts-format FORMAT` reads. For the
+    /// options and `--nodelist`, [`HostsReader`].
+    ///
+    /// ```
+    /// use rank_layout::machine::{Hosts, HostsFormat};
+    /// let hosts = Hosts::parse("BlockName=b1 Nodes=gb[01-02]\n", HostsFormat::TopologyConf)?;
+    /// assert_eq!(hosts.get(1).unwrap().domain(), Some("b1"));
+    /// assert_eq!(Hosts::parse("gb01 b1 4\n", HostsFormat::Auto)?.get(0).unwrap().gpus, Some(4));
+    /// # Ok::<(), rank_layout::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// The format's reader's; a JSON format without the feature `serde`.
+    pub fn parse(text: &str, format: HostsFormat) -> Result<Hosts> {
+        HostsReader::new(format).read(text).map(|read| read.hosts)
+    }
+}
