@@ -509,3 +509,59 @@ fn without_a_world_size_the_world_is_what_the_shards_hold() {
         v
     );
 }
+
+/// `text` split into words as a shell splits them, double quotes kept
+/// together (the README's commands quote nothing else).
+fn words(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut word = String::new();
+    let mut quoted = false;
+    for c in text.chars() {
+        match c {
+            '"' => quoted = !quoted,
+            c if c.is_whitespace() && !quoted => {
+                if !word.is_empty() {
+                    out.push(std::mem::take(&mut word));
+                }
+            }
+            c => word.push(c),
+        }
+    }
+    if !word.is_empty() {
+        out.push(word);
+    }
+    out
+}
+
+#[test]
+fn the_readme_s_example_is_what_the_command_prints() {
+    let readme =
+        std::fs::read_to_string(format!("{}/../README.md", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let section = readme
+        .split("### Inference shards")
+        .nth(1)
+        .expect("README has the inference shards section");
+    let block = section
+        .split("```text\n")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .expect("the section has an example");
+    let mut lines = block.lines();
+    let command = lines
+        .next()
+        .unwrap()
+        .strip_prefix("$ rank-layout ")
+        .unwrap();
+    let args = words(command);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let printed = stdout_args(&args);
+    let printed: Vec<&str> = printed.lines().collect();
+    let shown: Vec<&str> = lines.filter(|l| *l != "...").collect();
+    assert!(shown.len() > 5);
+    for line in shown {
+        assert!(
+            printed.contains(&line),
+            "README's {line:?} is not printed: {printed:#?}"
+        );
+    }
+}
