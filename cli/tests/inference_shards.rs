@@ -427,6 +427,20 @@ fn every_command_takes_the_shards() {
         .map(|k| k["kind"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["shard0 tp", "shard1 tp"]);
+    // rank 9 on the hosts in the table's order: the third host, n2.
+    let card = json_args(&[
+        "rank",
+        "9",
+        "--inference-shards",
+        spec,
+        "--hosts",
+        hosts,
+        "--format",
+        "json",
+    ]);
+    assert_eq!(card["hosts"]["rank"]["host"], "n2");
+    assert_eq!(card["hosts"]["rank"]["node"], 2);
+    assert_eq!(card["shard"], 1);
     // tp 4 on nodes of 2 GPUs leaves a node: --strict fails naming it.
     let out = run_args(&[
         "check",

@@ -5,7 +5,6 @@
 //! node does not.
 
 use clap::Args;
-use rank_layout::machine::Placed;
 
 use crate::args::{Format, MachineArgs, SetupArgs, kinds_help};
 use crate::error::{Failure, Outcome};
@@ -13,7 +12,7 @@ use crate::input::Input;
 use crate::on_hosts::OnHosts;
 use crate::report::check::CheckReport;
 use crate::report::emit;
-use crate::report::hosts::{HostsReport, WithHosts};
+use crate::report::hosts::{HostsReport, WithHosts, shards_on_hosts};
 use crate::report::modules::Checks;
 use crate::report::shards::ShardChecks;
 use crate::target::DimSet;
@@ -101,18 +100,8 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, Failure> {
                 true => Vec::new(),
                 false => shards.sets(require)?,
             };
-            let world = shards.shards.world_size();
-            let on = OnHosts::load_with(&args.machine, &setup, (world, 0), |hosts, options| {
-                let (fit, others) = shards.placement_groups(None)?;
-                Ok(Placed::groups(world, fit, &others, hosts, options)?)
-            })?;
-            let (topology, hosts) = match &on {
-                Some(on) => {
-                    let groups = shards.shard_groups(&sets)?;
-                    (on.topology(&setup)?, Some(HostsReport::of_groups(on, groups, None)))
-                }
-                None => (setup.topology, None),
-            };
+            let (topology, hosts) =
+                shards_on_hosts(&args.machine, &setup, &shards, &sets, None)?;
             let checks = ShardChecks::new(&shards, topology, &sets, &require, hosts)?;
             emit(&checks, format)?;
             checks.failed()

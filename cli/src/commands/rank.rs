@@ -4,14 +4,13 @@
 //! its colors in one comm-split of the world per kind).
 
 use clap::Args;
-use rank_layout::machine::Placed;
 
 use crate::args::{MachineArgs, OutputArgs, SetupArgs, kinds_help};
 use crate::error::{Failure, Outcome};
 use crate::input::Input;
 use crate::on_hosts::OnHosts;
 use crate::report::emit;
-use crate::report::hosts::{HostsReport, WithHosts};
+use crate::report::hosts::{HostsReport, WithHosts, shards_on_hosts};
 use crate::report::modules::RankCard;
 use crate::report::rank::RankReport;
 use crate::report::shards::ShardCard;
@@ -82,20 +81,9 @@ pub fn run(args: &RankArgs) -> Result<Outcome, Failure> {
         }
         Input::Shards { setup, shards } => {
             let sets = shards.sets(&output.kinds)?;
-            let world = shards.shards.world_size();
-            let on = OnHosts::load_with(&args.machine, &setup, (world, 0), |hosts, options| {
-                let (fit, others) = shards.placement_groups(None)?;
-                Ok(Placed::groups(world, fit, &others, hosts, options)?)
-            })?;
-            let (topology, hosts) = match &on {
-                Some(on) => {
-                    // The card checks the rank; past a u32 it is outside.
-                    let r = u32::try_from(rank).ok();
-                    let groups = shards.shard_groups(&sets)?;
-                    (on.topology(&setup)?, Some(HostsReport::of_groups(on, groups, r)))
-                }
-                None => (setup.topology, None),
-            };
+            // The card checks the rank; past a u32 it is outside.
+            let r = u32::try_from(rank).ok();
+            let (topology, hosts) = shards_on_hosts(&args.machine, &setup, &shards, &sets, r)?;
             let card = ShardCard::new(&shards, rank, &sets, topology, output.full, hosts)?;
             emit(&card, output.format)?;
         }

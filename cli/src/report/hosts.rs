@@ -6,10 +6,14 @@ use std::fmt;
 
 use serde::Serialize;
 
-use rank_layout::machine::KindGroups;
+use rank_layout::Topology;
+use rank_layout::machine::{KindGroups, Placed};
 
+use crate::args::MachineArgs;
+use crate::config::Setup;
 use crate::error::Failure;
 use crate::on_hosts::OnHosts;
+use crate::shards_target::ShardsTarget;
 use crate::target::{DimSet, Target};
 
 /// One kind's groups on the hosts.
@@ -114,6 +118,36 @@ impl HostsReport {
             kinds,
             rank,
         }
+    }
+}
+
+/// Inference shards on `--hosts` (`None` without it): the whole world in
+/// the table's order, or with `--placed` as `place` places it (every
+/// shard's must-fit kinds inside domains); the machine there (the hosts'
+/// GPUs per node, else the setup's) and the report of every shard's
+/// `sets` (rows `shard<i> KIND`), and of `rank` when given.
+///
+/// # Errors
+/// As [`OnHosts::load`]; a kind a shard does not have.
+pub fn shards_on_hosts(
+    machine: &MachineArgs,
+    setup: &Setup,
+    st: &ShardsTarget,
+    sets: &[DimSet],
+    rank: Option<u32>,
+) -> Result<(Topology, Option<HostsReport>), Failure> {
+    let world = st.shards.world_size();
+    let on = OnHosts::load_with(machine, setup, (world, 0), |hosts, options| {
+        let (fit, others) = st.placement_groups(None)?;
+        Ok(Placed::groups(world, fit, &others, hosts, options)?)
+    })?;
+    match &on {
+        Some(on) => {
+            let groups = st.shard_groups(sets)?;
+            let report = HostsReport::of_groups(on, groups, rank);
+            Ok((on.topology(setup)?, Some(report)))
+        }
+        None => Ok((setup.topology, None)),
     }
 }
 
