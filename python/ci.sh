@@ -199,6 +199,7 @@ MEGATRON_CORE_TESTS=(
   python/tests/test_core_rank_generator.py
   python/tests/test_megatron_relayout.py
   python/tests/test_inference_shards_megatron_core.py
+  python/tests/test_cli_inference_shards_megatron_core.py
   python/tests/test_reshard_megatron_core.py
   python/tests/test_pg_collection.py
 )

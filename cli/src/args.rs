@@ -200,6 +200,21 @@ pub struct SetupArgs {
     #[arg(long = "flatten", value_name = "NAME=DIMS", help_heading = "Mesh")]
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub flattens: Vec<String>,
+    /// Megatron-Core 0.19's inference shards instead of a layout: the
+    /// world cut into contiguous shards, each with its own tp, pp, ep,
+    /// expt_tp, dp and role (prefill or decode), as --inference-shards
+    /// writes them: "tp=2,pp=2,role=prefill + tp=1,dp=4,role=decode".
+    /// Each shard is a layout at its rank offset, in order tp-cp-ep-dp-pp
+    /// (tp-cp-ep-pp-dp with --use-tp-pp-dp-mapping); --world-size is
+    /// checked against the shards' ranks. The layout's keys (--tp, ...)
+    /// are refused beside it; Megatron-LM's training sizes are ignored.
+    #[arg(
+        long,
+        value_name = "SPEC",
+        help_heading = "Inference shards",
+        allow_hyphen_values = true
+    )]
+    pub inference_shards: Option<String>,
     /// A JSON or TOML file with the same keys (snake_case: tp, world_size,
     /// gpus_per_node, mesh, views, ...; Megatron-LM's names too:
     /// tensor_model_parallel_size, ...); flags override it.

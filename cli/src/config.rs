@@ -23,13 +23,22 @@
 //! layer, is an error naming both. A mesh given by the flags replaces the
 //! file's mesh with its views and flattens. Every key remembers where it
 //! came from, for the messages.
+//!
+//! Inference shards (`inference_shards`, `--inference-shards`, or
+//! Megatron-LM's `--inference-shards` in a pasted line) take the place of
+//! the layout: beside them, our layout keys are an error naming both, and
+//! Megatron-LM's training sizes are dropped with a note (they are the
+//! training layout's, as the library reads them); `use_tp_pp_dp_mapping`
+//! gives the shards' rank order, the world size is kept.
 
 use std::collections::HashMap;
 use std::path::Path;
 
 use rank_layout::machine::{Hosts, PlaceOptions, Shortfall};
-use rank_layout::megatron::{MegatronArg, MegatronArgs, MegatronValue, Source, weight_shards};
-use rank_layout::{Config, Error, Layout, Topology};
+use rank_layout::megatron::{
+    Handling, MegatronArg, MegatronArgs, MegatronValue, ShardMapping, Source, weight_shards,
+};
+use rank_layout::{Config, Error, Layout, Order, Topology};
 use rank_layout_cli::config_file;
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -55,6 +64,21 @@ pub struct Setup {
     pub gpus_per_node: Option<u32>,
     /// Lines for stderr: the Megatron-LM arguments `--megatron-args` used.
     pub notes: Vec<String>,
+    /// Inference shards instead of a layout (`config` then holds only the
+    /// world size).
+    pub shards: Option<ShardsInput>,
+}
+
+/// Inference shards as given: the spec's text, where it came from, and
+/// their rank order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShardsInput {
+    /// `tp=2,pp=2,role=prefill + tp=1,dp=4,role=decode`.
+    pub text: String,
+    /// `--inference-shards`, `inference_shards (in serve.toml)`, ...
+    pub origin: String,
+    /// Megatron-LM's `--use-tp-pp-dp-mapping`, or not.
+    pub mapping: ShardMapping,
 }
 
 impl Setup {
@@ -137,6 +161,9 @@ const MESH_KEYS: [&str; 4] = ["mesh", "device_mesh", "views", "flattens"];
 /// The layout keys a mesh may be given with: the first rank.
 const MESH_LAYOUT_KEYS: [&str; 1] = ["rank_offset"];
 
+/// The key of the inference shards' spec, taken out as the machine's are.
+const SHARDS_KEY: &str = "inference_shards";
+
 /// Where a key came from.
 #[derive(Debug, Clone)]
 enum Origin {
@@ -149,8 +176,12 @@ enum Origin {
         /// Its value.
         value: Value,
     },
-    /// Flags (`--tp 4`, `--tensor-model-parallel-size 8 (in --megatron-args)`).
+    /// Flags (`--tp 4`).
     Flags(String),
+    /// Megatron-LM arguments, from any layer (`--tensor-model-parallel-size
+    /// 8 (in --megatron-args)`, `tensor_model_parallel_size = 8 (in
+    /// layout.toml)`).
+    Megatron(String),
 }
 
 impl std::fmt::Display for Origin {
@@ -159,7 +190,7 @@ impl std::fmt::Display for Origin {
             Origin::File { path, key, value } => {
                 write!(f, "{key} = {value} (in {})", path.display())
             }
-            Origin::Flags(text) => f.write_str(text),
+            Origin::Flags(text) | Origin::Megatron(text) => f.write_str(text),
         }
     }
 }
@@ -336,6 +367,7 @@ impl SetupArgs {
         let mut notes = Vec::new();
         let mut args = MegatronArgs::new();
         let mut pasted_names: Vec<&'static str> = Vec::new();
+        let mut pasted_shards: Option<(String, String)> = None;
         if let Some(text) = &self.megatron_args {
             let pasted = MegatronArgs::parse_command_line(text)
                 .map_err(|e| Failure::Message(format!("--megatron-args: {e}")))?;
@@ -347,6 +379,13 @@ impl SetupArgs {
                 ));
             }
             for (a, v) in pasted.given() {
+                if a.handling == Handling::Separate {
+                    // --inference-shards: shards, not one configuration.
+                    if let MegatronValue::Text(spec) = v {
+                        pasted_shards = Some((spec.clone(), megatron::as_flag(a, v)));
+                    }
+                    continue;
+                }
                 args.set(a.name, v.clone())?;
                 pasted_names.push(a.name);
             }
@@ -363,6 +402,10 @@ impl SetupArgs {
             }
         };
         apply(&mut keys, &args, &label).map_err(Failure::Message)?;
+        if let Some((spec, flag)) = pasted_shards {
+            let origin = Origin::Flags(format!("{flag} (in --megatron-args)"));
+            keys.set(SHARDS_KEY, Some(Value::String(spec)), origin);
+        }
         let launch = megatron::launch_world(&args)?;
         // A mesh given by the flags replaces the file's, views and
         // flattens included (they belong to the mesh they were written for).
@@ -395,6 +438,7 @@ impl SetupArgs {
                 )));
             }
         }
+        let shards = take_shards(&mut keys, &mut notes)?;
         keys.resolve_shards().map_err(Failure::Message)?;
         let (config, machine, mesh) = read(keys.values.clone()).map_err(Failure::Message)?;
         let topology = Topology::new(
@@ -410,6 +454,7 @@ impl SetupArgs {
             topology,
             gpus_per_node: machine.gpus_per_node,
             notes,
+            shards,
         })
     }
 
@@ -554,7 +599,7 @@ fn apply(
     label: &dyn Fn(&MegatronArg, &MegatronValue) -> String,
 ) -> Result<(), String> {
     for (key, value) in megatron::keys(args).map_err(|e| e.to_string())? {
-        keys.set(key, value, Origin::Flags(deciders(args, key, label)));
+        keys.set(key, value, Origin::Megatron(deciders(args, key, label)));
     }
     Ok(())
 }
@@ -610,6 +655,67 @@ fn conflicts(
         ));
     }
     Ok(())
+}
+
+/// The inference shards of the merged keys, when `inference_shards` is
+/// one, taken out with every key only a layout uses: Megatron-LM's
+/// training sizes are dropped (a note names them: the shards' sizes are
+/// the spec's, as [`MegatronArgs::inference_shards`] reads them), its
+/// `use_tp_pp_dp_mapping` (the key `order` it decides) is the shards' rank
+/// order; the world size and the machine stay.
+///
+/// # Errors
+/// [`Failure::Message`] naming both for a layout or mesh key of ours
+/// (`--tp`, `--order`, `--mesh`, `rank_offset` in a file, ...) beside
+/// the shards; a spec that is not a string.
+fn take_shards(keys: &mut Keys, notes: &mut Vec<String>) -> Result<Option<ShardsInput>, Failure> {
+    let Some(value) = keys.values.get(SHARDS_KEY).cloned() else {
+        return Ok(None);
+    };
+    let origin = keys.origin(SHARDS_KEY);
+    let Value::String(text) = value else {
+        return Err(Failure::Message(format!(
+            "{origin} is not a string (write {SHARDS_KEY} = \"tp=2,pp=2 + dp=4\")"
+        )));
+    };
+    let mut mapping = ShardMapping::default();
+    let mut ignored: Vec<String> = Vec::new();
+    let names: Vec<String> = keys.values.keys().cloned().collect();
+    for key in names {
+        if key == SHARDS_KEY || key == "world_size" || MACHINE_KEYS.contains(&key.as_str()) {
+            continue;
+        }
+        match keys.origins.get(&key) {
+            Some(Origin::Megatron(label)) => {
+                let tp_pp_dp = ShardMapping::TpPpDp.order();
+                let order = keys.values.get(&key).and_then(Value::as_str);
+                if key == "order" && order.and_then(|o| o.parse::<Order>().ok()) == Some(tp_pp_dp) {
+                    mapping = ShardMapping::TpPpDp;
+                } else if !ignored.contains(label) {
+                    ignored.push(label.clone());
+                }
+            }
+            _ => {
+                return Err(Failure::Message(format!(
+                    "{} and {origin} cannot be given together: the inference shards give each shard's sizes (tp, pp, dp, ep, expt_tp in the spec) and their rank order (--use-tp-pp-dp-mapping); beside them only the world size and the machine (--gpus-per-node, --nodes-per-domain) apply",
+                    keys.origin(&key)
+                )));
+            }
+        }
+        keys.set(&key, None, Origin::Flags(String::new()));
+    }
+    if !ignored.is_empty() {
+        notes.push(format!(
+            "inference shards: ignored the training layout's {} (each shard's sizes are the spec's)",
+            ignored.join(", ")
+        ));
+    }
+    keys.set(SHARDS_KEY, None, Origin::Flags(String::new()));
+    Ok(Some(ShardsInput {
+        text,
+        origin,
+        mapping,
+    }))
 }
 
 /// The layout configuration of `keys` as a layout resolves it (`etp`,
@@ -708,7 +814,7 @@ fn read(keys: Map<String, Value>) -> Result<(Config, Machine, MeshKeys), String>
     plain.resolve_shards()?;
     let keys = plain.values;
     // The mesh keys' types, checked here to name the key (serde does not).
-    for key in ["mesh", "device_mesh"] {
+    for key in ["mesh", "device_mesh", SHARDS_KEY] {
         match keys.get(key) {
             Some(v) if !v.is_string() => {
                 return Err(format!(
@@ -736,7 +842,7 @@ fn read(keys: Map<String, Value>) -> Result<(Config, Machine, MeshKeys), String>
         let message = e.to_string();
         if message.starts_with("unknown field") {
             format!(
-                "{message}, or the machine's {}, or the mesh's {}, or Megatron-LM's {}",
+                "{message}, or the machine's {}, or the mesh's {}, or the inference shards' {SHARDS_KEY}, or Megatron-LM's {}",
                 MACHINE_KEYS.join(", "),
                 MESH_KEYS.join(", "),
                 megatron::megatron_keys().join(", ")
@@ -762,6 +868,8 @@ fn read_keys(
     };
     let machine = take(&MACHINE_KEYS);
     let mesh = take(&MESH_KEYS);
+    // The spec is read by the shards (its type is checked by `read`).
+    let _ = take(&[SHARDS_KEY]);
     let machine = serde_json::from_value(machine)?;
     let mesh = serde_json::from_value(mesh)?;
     let config = serde_json::from_value(Value::Object(keys))?;

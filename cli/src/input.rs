@@ -1,6 +1,7 @@
 //! What a command works on, read from its flags: one layout or mesh (a
-//! [`Target`], with the setup it was built from), or the modules of a
-//! `--modules` file (each module a mesh [`Target`]).
+//! [`Target`], with the setup it was built from), the modules of a
+//! `--modules` file (each module a mesh [`Target`]), or inference shards
+//! (`--inference-shards`: each shard a layout [`Target`]).
 
 use rank_layout::Topology;
 
@@ -8,9 +9,10 @@ use crate::args::SetupArgs;
 use crate::config::Setup;
 use crate::error::Failure;
 use crate::modules_target::ModulesTarget;
+use crate::shards_target::ShardsTarget;
 use crate::target::Target;
 
-/// A layout or mesh, or a file's modules.
+/// A layout or mesh, a file's modules, or inference shards.
 // A command loads one input, so the size of the larger variant costs
 // nothing.
 #[allow(clippy::large_enum_variant)]
@@ -29,6 +31,13 @@ pub enum Input {
         topology: Topology,
         /// The modules.
         modules: ModulesTarget,
+    },
+    /// Inference shards.
+    Shards {
+        /// The setup of the flags and the file (its machine).
+        setup: Setup,
+        /// The shards.
+        shards: ShardsTarget,
     },
 }
 
@@ -60,6 +69,10 @@ impl Input {
         let setup = args.setup()?;
         for note in &setup.notes {
             eprintln!("{note}");
+        }
+        if let Some(input) = &setup.shards {
+            let shards = ShardsTarget::build(input, setup.config.world_size)?;
+            return Ok(Input::Shards { setup, shards });
         }
         let target = Target::build(&setup).map_err(build_error)?;
         Ok(Input::One { setup, target })

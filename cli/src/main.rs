@@ -13,8 +13,8 @@
 //! flags, either one [`target`] (a layout or a mesh, from the flags merged
 //! over a configuration file by [`config`]; the file read by
 //! `rank_layout_cli::config_file`, this package's library half;
-//! Megatron-LM's arguments read by [`megatron`]) or a `--modules` file's
-//! modules ([`modules_target`]); [`report`] and [`render`] print what the
+//! Megatron-LM's arguments read by [`megatron`]), a `--modules` file's
+//! modules ([`modules_target`]) or inference shards ([`shards_target`]); [`report`] and [`render`] print what the
 //! commands ask of them; [`values`] parses the flags' values and [`error`]
 //! says how a command ended.
 //!
@@ -40,6 +40,7 @@ mod on_hosts;
 mod ranking;
 mod render;
 mod report;
+mod shards_target;
 mod spread;
 mod target;
 mod values;

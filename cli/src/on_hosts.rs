@@ -2,7 +2,7 @@
 //! table's order or in `place`'s, as the library's [`Placed`].
 
 use rank_layout::Topology;
-use rank_layout::machine::{Placed, Shortfall};
+use rank_layout::machine::{Hosts, PlaceOptions, Placed, Shortfall};
 
 use crate::args::MachineArgs;
 use crate::config::Setup;
@@ -33,21 +33,38 @@ impl OnHosts {
         target: &Target,
         setup: &Setup,
     ) -> Result<Option<OnHosts>, Failure> {
+        let (world, first) = (target.world_size(), target.rank_offset());
+        OnHosts::load_with(machine, setup, (world, first), |hosts, options| {
+            Ok(match target {
+                Target::Layout { layout, .. } => Placed::layout(layout, None, hosts, options)?,
+                Target::Mesh(m) => Placed::mesh(&m.mesh, None, hosts, options)?,
+            })
+        })
+    }
+
+    /// The job of `world` ranks from `first` (`(world, first)`) on
+    /// `--hosts`, `None` without the flag: in the table's order, or, with
+    /// `--placed`, as `place` places it (`place`, given the hosts and the
+    /// options).
+    ///
+    /// # Errors
+    /// As [`OnHosts::load`].
+    pub fn load_with(
+        machine: &MachineArgs,
+        setup: &Setup,
+        (world, first): (u32, u32),
+        place: impl FnOnce(Hosts, &PlaceOptions) -> Result<Placed, Failure>,
+    ) -> Result<Option<OnHosts>, Failure> {
         let Some(path) = &machine.hosts else {
             return Ok(None);
         };
         let hosts = hosts_file::read(path, machine.hosts_read.reader())?;
         let (placed, order) = if machine.placed {
             let options = setup.place_options(&hosts, Shortfall::Straddle)?;
-            let placed = match target {
-                Target::Layout { layout, .. } => Placed::layout(layout, None, hosts, &options)?,
-                Target::Mesh(m) => Placed::mesh(&m.mesh, None, hosts, &options)?,
-            };
-            (placed, "placed")
+            (place(hosts, &options)?, "placed")
         } else {
             let g = setup.gpus_on(&hosts)?;
-            let placed =
-                Placed::table_order(target.world_size(), target.rank_offset(), hosts, Some(g))?;
+            let placed = Placed::table_order(world, first, hosts, Some(g))?;
             (placed, "table")
         };
         Ok(Some(OnHosts {

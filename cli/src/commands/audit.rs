@@ -61,6 +61,11 @@ pub fn run(args: &AuditArgs) -> Result<Outcome, Failure> {
                 "audit takes an encoder + decoder layout, not --modules".into(),
             ));
         }
+        Input::Shards { .. } => {
+            return Err(Failure::Message(
+                "audit takes an encoder + decoder layout, not --inference-shards (a shard has no encoder)".into(),
+            ));
+        }
     };
     let Target::Layout { layout, .. } = &target else {
         return Err(Failure::Message(

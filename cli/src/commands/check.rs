@@ -1,7 +1,8 @@
 //! `rank-layout check`: where each kind's groups fall on nodes and
 //! domains, with warnings and fixes, for a layout, a mesh, or each module
-//! of a `--modules` file; `--strict` fails when a kind that must stay
-//! inside a node does not.
+//! of a `--modules` file, or each inference shard (the shards node after
+//! node from rank 0); `--strict` fails when a kind that must stay inside a
+//! node does not.
 
 use clap::Args;
 
@@ -11,8 +12,9 @@ use crate::input::Input;
 use crate::on_hosts::OnHosts;
 use crate::report::check::CheckReport;
 use crate::report::emit;
-use crate::report::hosts::{HostsReport, WithHosts};
+use crate::report::hosts::{HostsReport, WithHosts, shards_on_hosts};
 use crate::report::modules::Checks;
+use crate::report::shards::ShardChecks;
 use crate::target::DimSet;
 
 /// Check where each kind's groups fall on nodes and domains, and warn when
@@ -23,6 +25,11 @@ use crate::target::DimSet;
 /// where the two differ (JSON: "encoder_size" and "decoder_size"). Also
 /// warns when the layout's ranks fill the last node, or the last domain,
 /// only partly.
+///
+/// With --inference-shards: every shard checked (its 15 kinds by default),
+/// the shards on the machine node after node from rank 0; with --hosts,
+/// every shard's groups on the hosts (kinds named shard<i> KIND), the
+/// world in the table's order or, with --placed, as place places it.
 #[derive(Debug, Args)]
 #[command(after_help = kinds_help())]
 pub struct CheckArgs {
@@ -84,6 +91,18 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, Failure> {
                 ));
             }
             let checks = Checks::new(&modules, topology, kinds, require)?;
+            emit(&checks, format)?;
+            checks.failed()
+        }
+        Input::Shards { setup, shards } => {
+            let sets = shards.sets(kinds)?;
+            let require = match require.is_empty() {
+                true => Vec::new(),
+                false => shards.sets(require)?,
+            };
+            let (topology, hosts) =
+                shards_on_hosts(&args.machine, &setup, &shards, &sets, None)?;
+            let checks = ShardChecks::new(&shards, topology, &sets, &require, hosts)?;
             emit(&checks, format)?;
             checks.failed()
         }

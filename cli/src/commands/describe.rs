@@ -1,6 +1,8 @@
 //! `rank-layout describe`: a layout or mesh explained (derived sizes and
 //! why, groups per kind, what listing them costs), or a `--modules` file's
-//! graph, edges and each module described as a mesh.
+//! graph, edges and each module described as a mesh, or inference shards
+//! listed (role, rank offset, world, sizes) and each described as a
+//! layout.
 
 use clap::Args;
 
@@ -10,9 +12,13 @@ use crate::input::Input;
 use crate::report::describe::DescribeReport;
 use crate::report::emit;
 use crate::report::modules::Describe;
+use crate::report::shards::ShardsDescribe;
 
 /// Explain the layout: derived sizes and why, groups per kind, and what
 /// listing every group would cost.
+///
+/// With --inference-shards: the shards listed (role, ranks and rank
+/// offset, sizes), then each described as a layout.
 #[derive(Debug, Args)]
 pub struct DescribeArgs {
     /// The layout and the machine.
@@ -41,6 +47,10 @@ pub fn run(args: &DescribeArgs) -> Result<Outcome, Failure> {
                 },
                 format,
             )?;
+        }
+        Input::Shards { setup, shards } => {
+            let topology = setup.topology;
+            emit(&ShardsDescribe { st: &shards, topology }, format)?;
         }
     }
     Ok(Outcome::Done)

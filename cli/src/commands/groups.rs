@@ -1,5 +1,6 @@
 //! `rank-layout groups`: the groups of every kind (or of the `--kind`s
-//! given), of a layout, a mesh, or each module of a `--modules` file.
+//! given), of a layout, a mesh, each module of a `--modules` file, or
+//! each inference shard (its 15 kinds by default, ranks of the world).
 
 use clap::Args;
 
@@ -8,9 +9,15 @@ use crate::error::{Failure, Outcome};
 use crate::input::Input;
 use crate::report::emit;
 use crate::report::groups::GroupsReport;
-use crate::report::modules;
+use crate::report::{modules, shards};
 
 /// Print the groups of every kind (or of the --kind given).
+///
+/// With --inference-shards: each shard's groups of tp, cp, pp, dp, tp-pp,
+/// tp-cp, dp-cp, tp-dp-cp, ep, etp, edp, etp-ep, etp-ep-pp, embd and
+/// pos-embd (the fields of Megatron-Core's ProcessGroupCollection), ranks
+/// of the world, members in Megatron-Core's order; JSON {"shards": [{"role",
+/// "rank_offset", "world_size", "groups": {KIND: [[rank, ...], ...]}, ...}]}.
 #[derive(Debug, Args)]
 #[command(after_help = kinds_help())]
 pub struct GroupsArgs {
@@ -39,6 +46,10 @@ pub fn run(args: &GroupsArgs) -> Result<Outcome, Failure> {
         Input::Modules { modules: m, .. } => {
             let sets = m.sets(&output.kinds, true)?;
             modules::groups(&m, &sets, output.full, output.format)?;
+        }
+        Input::Shards { shards: st, .. } => {
+            let sets = st.sets(&output.kinds)?;
+            shards::groups(&st, &sets, output.full, output.format)?;
         }
     }
     Ok(Outcome::Done)

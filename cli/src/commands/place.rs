@@ -1,5 +1,5 @@
-//! `rank-layout place`: the layout (or mesh) placed on the hosts of a host
-//! table, as a report or as a launcher file.
+//! `rank-layout place`: the layout (or mesh, or inference shards) placed
+//! on the hosts of a host table, as a report or as a launcher file.
 
 use std::path::PathBuf;
 
@@ -14,6 +14,7 @@ use crate::hosts_file;
 use crate::input::Input;
 use crate::report::emit;
 use crate::report::place::PlaceReport;
+use crate::shards_target::ShardsTarget;
 use crate::target::{DimSet, Target};
 
 /// The host table's formats, for `place --help`.
@@ -30,6 +31,11 @@ a table that gives none (Slurm's topology files) needs it.";
 /// that keeps tp, cp and the expert tensor x expert groups (or the
 /// --must-fit kinds) inside NVLink domains, how every kind's groups then
 /// fall, and the launcher files that start each rank there.
+///
+/// With --inference-shards: the whole world placed at once, every shard's
+/// groups of the must-fit kinds (default: tp, cp and etp-ep of each shard)
+/// inside domains and those of its other kinds under few parents; each
+/// kind of the report is every shard's groups of it.
 #[derive(Debug, Args)]
 #[command(after_help = HOSTS_HELP)]
 pub struct PlaceArgs {
@@ -77,10 +83,15 @@ fn launcher() -> impl TypedValueParser<Value = Launcher> {
 /// Every error of the input, the host table and a `--must-fit` kind; no
 /// placement (exit status 2).
 pub fn run(args: &PlaceArgs) -> Result<Outcome, Failure> {
-    let Input::One { setup, target } = Input::load(&args.setup)? else {
-        return Err(Failure::Message(
-            "place takes a layout or a mesh, not a --modules file".to_string(),
-        ));
+    let (setup, target) = match Input::load(&args.setup)? {
+        Input::One { setup, target } => (setup, target),
+        Input::Modules { .. } => {
+            return Err(Failure::Message(
+                "place takes a layout, a mesh or inference shards, not a --modules file"
+                    .to_string(),
+            ));
+        }
+        Input::Shards { setup, shards } => return place_shards(args, &setup, &shards),
     };
     let hosts = hosts_file::read(&args.hosts, args.hosts_read.reader())?;
     let options = setup.place_options(&hosts, args.on_shortfall)?;
@@ -110,12 +121,57 @@ pub fn run(args: &PlaceArgs) -> Result<Outcome, Failure> {
             Placed::mesh(&m.mesh, names.as_deref(), hosts, &options)?
         }
     };
+    let report = PlaceReport::new(&target, &placed)?;
+    finish(args, &placed, &report)
+}
+
+/// Prints the launcher file of `--emit`, else `report`.
+///
+/// # Errors
+/// [`Failure::Output`] when stdout cannot be written.
+fn finish(args: &PlaceArgs, placed: &Placed, report: &PlaceReport) -> Result<Outcome, Failure> {
     if let Some(launcher) = args.emit {
         eprintln!("{}", placed.command(launcher, "FILE"));
         crate::report::print(&placed.file(launcher))?;
         return Ok(Outcome::Done);
     }
-    let report = PlaceReport::new(&target, &placed)?;
-    emit(&report, args.format)?;
+    emit(report, args.format)?;
     Ok(Outcome::Done)
+}
+
+/// `place --inference-shards`: the whole world placed, every shard's
+/// groups of the must-fit kinds inside domains.
+///
+/// # Errors
+/// As [`run`]; the shrink policy (a shard's sizes are the spec's).
+fn place_shards(
+    args: &PlaceArgs,
+    setup: &crate::config::Setup,
+    shards: &ShardsTarget,
+) -> Result<Outcome, Failure> {
+    if args.on_shortfall == Shortfall::Shrink {
+        return Err(Failure::Message(format!(
+            "--on-shortfall shrink lowers a layout's data-parallel size: the sizes of inference shards are their spec's ({}); give straddle or fail",
+            shards.origin
+        )));
+    }
+    let hosts = hosts_file::read(&args.hosts, args.hosts_read.reader())?;
+    let options = setup.place_options(&hosts, args.on_shortfall)?;
+    let must: Option<Vec<Kind>> = if args.must_fit.is_empty() {
+        None
+    } else {
+        let sets = shards.sets(&args.must_fit)?;
+        Some(
+            sets.iter()
+                .filter_map(|s| match s {
+                    DimSet::Kind(k) => Some(*k),
+                    DimSet::Mesh(_) => None,
+                })
+                .collect(),
+        )
+    };
+    let (fit, others) = shards.placement_groups(must.as_deref())?;
+    let world = shards.shards.world_size();
+    let placed = Placed::groups(world, fit, &others, hosts, &options)?;
+    finish(args, &placed, &PlaceReport::of_groups(&placed, &[]))
 }

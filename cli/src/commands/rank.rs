@@ -1,6 +1,7 @@
-//! `rank-layout rank R`: one rank's card, in a layout, a mesh, or every
+//! `rank-layout rank R`: one rank's card, in a layout, a mesh, every
 //! module of a `--modules` file it is in (with its stage and its roles on
-//! the edges).
+//! the edges), or its inference shard (with its role, its rank offset and
+//! its colors in one comm-split of the world per kind).
 
 use clap::Args;
 
@@ -9,13 +10,19 @@ use crate::error::{Failure, Outcome};
 use crate::input::Input;
 use crate::on_hosts::OnHosts;
 use crate::report::emit;
-use crate::report::hosts::{HostsReport, WithHosts};
+use crate::report::hosts::{HostsReport, WithHosts, shards_on_hosts};
 use crate::report::modules::RankCard;
 use crate::report::rank::RankReport;
+use crate::report::shards::ShardCard;
 use crate::values::whole_u64;
 
 /// Print one rank's card: grid, coordinates, node, groups, pipeline
 /// neighbours (computed arithmetically, instant at any size).
+///
+/// With --inference-shards: the rank's shard (its role, rank offset and
+/// spec), its card in the shard's layout (the 15 kinds of a shard by
+/// default) and its color and key in one comm-split of the whole world
+/// per kind.
 #[derive(Debug, Args)]
 #[command(after_help = kinds_help())]
 pub struct RankArgs {
@@ -71,6 +78,14 @@ pub fn run(args: &RankArgs) -> Result<Outcome, Failure> {
                 &RankCard::new(&modules, rank, &sets, topology, output.full)?,
                 output.format,
             )?;
+        }
+        Input::Shards { setup, shards } => {
+            let sets = shards.sets(&output.kinds)?;
+            // The card checks the rank; past a u32 it is outside.
+            let r = u32::try_from(rank).ok();
+            let (topology, hosts) = shards_on_hosts(&args.machine, &setup, &shards, &sets, r)?;
+            let card = ShardCard::new(&shards, rank, &sets, topology, output.full, hosts)?;
+            emit(&card, output.format)?;
         }
     }
     Ok(Outcome::Done)

@@ -94,7 +94,7 @@ pub struct RelayoutArgs {
 pub fn run(args: &RelayoutArgs) -> Result<Outcome, Failure> {
     let Input::One { setup, target } = Input::load(&args.setup)? else {
         return Err(Failure::Message(
-            "relayout takes a layout, not a --modules file".to_string(),
+            "relayout takes a layout, not a --modules file or --inference-shards".to_string(),
         ));
     };
     let Target::Layout { layout, .. } = target else {

@@ -1,6 +1,6 @@
 //! `rank-layout render`: the picture of a layout or mesh on its machine,
-//! or of a `--modules` file's modules (one band each), as SVG or an HTML
-//! page, written to stdout as it is computed.
+//! or of a `--modules` file's modules or inference shards (one band
+//! each), as SVG or an HTML page, written to stdout as it is computed.
 
 use std::io::{self, BufWriter, Write};
 
@@ -11,12 +11,15 @@ use crate::error::{Failure, Outcome};
 use crate::input::Input;
 use crate::render;
 use crate::render::html::write_html;
-use crate::render::modules::write_modules;
+use crate::render::modules::{write_modules, write_shards};
 use crate::render::svg::write_svg;
 use crate::values::at_least_one;
 
 /// Draw the layout: nodes as rows, GPUs as cells labelled with their rank,
 /// one panel per kind, each group its own colour.
+///
+/// With --inference-shards: a band per shard, its layout drawn at its rank
+/// offset (the shards node after node from rank 0).
 #[derive(Debug, Args)]
 #[command(after_help = kinds_help())]
 pub struct RenderArgs {
@@ -77,6 +80,16 @@ pub fn run(args: &RenderArgs) -> Result<Outcome, Failure> {
                 max_ranks,
                 format == Picture::Html,
             )?;
+            out.flush()?;
+        }
+        Input::Shards { setup, shards } => {
+            let sets = match kinds.is_empty() {
+                true => Vec::new(),
+                false => shards.sets(kinds)?,
+            };
+            let mut out = BufWriter::new(io::stdout().lock());
+            let html = format == Picture::Html;
+            write_shards(&mut out, &shards, setup.topology, &sets, max_ranks, html)?;
             out.flush()?;
         }
     }

@@ -1,6 +1,7 @@
 //! `rank-layout suggest`: every order of a layout's axes (a mesh's dims)
 //! ranked, best first, then the check of the best; one module's mesh at a
-//! time (not a `--modules` file).
+//! time (not a `--modules` file), and not inference shards (their order
+//! is Megatron-Core's, one of two: `check` compares them).
 
 use clap::Args;
 
@@ -13,6 +14,10 @@ use crate::values::at_least_one;
 
 /// Rank every order of the layout's axes (the mesh's dims) by how well it
 /// keeps bandwidth-hungry groups inside nodes and domains, best first.
+///
+/// Not with --inference-shards: Megatron-Core orders every shard's ranks
+/// one of two ways, the same for all shards (--use-tp-pp-dp-mapping or
+/// not); compare the two with `check`.
 #[derive(Debug, Args)]
 pub struct SuggestArgs {
     /// The layout and the machine.
@@ -45,6 +50,12 @@ pub fn run(args: &SuggestArgs) -> Result<Outcome, Failure> {
             return Err(Failure::Message(
                 "suggest does not take --modules: give one module's mesh with --mesh".into(),
             ));
+        }
+        Input::Shards { shards, .. } => {
+            return Err(Failure::Message(format!(
+                "suggest does not take inference shards ({}): suggest ranks every order of one layout's axes, and Megatron-Core orders every shard's ranks one of two ways only, the same for all shards (tp-cp-ep-dp-pp, or tp-cp-ep-pp-dp with --use-tp-pp-dp-mapping); compare the two with `rank-layout check`, with and without --use-tp-pp-dp-mapping",
+                shards.origin
+            )));
         }
     };
     let report = SuggestReport::new(&target, topology, priority, top.map(|n| n as usize))?;

@@ -1,7 +1,8 @@
 //! The picture of a `--modules` file: each module drawn as a mesh (the
 //! mesh picture, nodes as rows), the pictures stacked top to bottom as
 //! bands, each under a label naming the module, its ranks and stages; an
-//! SVG picture or an HTML page.
+//! SVG picture or an HTML page. Inference shards are drawn alike, a band
+//! per shard (its layout's picture) under its heading.
 
 use std::io::Write;
 
@@ -12,6 +13,7 @@ use super::svg::write_svg;
 use super::{Picture, escape};
 use crate::error::Failure;
 use crate::modules_target::{ModulesTarget, heading};
+use crate::shards_target::{self, ShardsTarget};
 use crate::target::DimSet;
 
 /// The `width` and `height` of an SVG document's root element.
@@ -61,6 +63,41 @@ pub fn write_modules(
         let label = format!("{}, stages {first}..{last}", heading(name, target));
         bands.push((name.clone(), label, svg));
     }
+    write_bands(out, &m.title(), &bands, html)
+}
+
+/// Writes the picture of the inference shards of `st` to `out`, a band
+/// per shard (its layout's picture of `sets`), as [`write_modules`] does.
+///
+/// # Errors
+/// As [`write_modules`].
+pub fn write_shards(
+    out: &mut impl Write,
+    st: &ShardsTarget,
+    topology: Topology,
+    sets: &[DimSet],
+    max_ranks: u32,
+    html: bool,
+) -> Result<(), Failure> {
+    let mut bands = Vec::with_capacity(st.parts.len());
+    for (shard, target) in st.each() {
+        let picture = Picture::new(target, topology, sets, max_ranks)?;
+        let mut svg = Vec::new();
+        write_svg(&mut svg, &picture, false)?;
+        let svg = String::from_utf8_lossy(&svg).into_owned();
+        let name = format!("shard{}", shard.index());
+        bands.push((name, shards_target::heading(shard), svg));
+    }
+    write_bands(out, &st.title(), &bands, html)
+}
+
+/// Writes the bands (name, label, SVG picture), stacked under `title`.
+fn write_bands(
+    out: &mut impl Write,
+    title: &str,
+    bands: &[(String, String, String)],
+    html: bool,
+) -> Result<(), Failure> {
     let width = bands
         .iter()
         .map(|(_, _, svg)| svg_size(svg).0)
@@ -70,10 +107,10 @@ pub fn write_modules(
             .iter()
             .map(|(_, _, svg)| svg_size(svg).1 + BAND_H)
             .sum::<f64>();
-    let title = escape(&m.title());
+    let escaped = escape(title);
     if html {
-        write_page_head(out, &m.title(), MODULES_STYLE)?;
-        for (name, label, svg) in &bands {
+        write_page_head(out, title, MODULES_STYLE)?;
+        for (name, label, svg) in bands {
             writeln!(
                 out,
                 r#"<section class="module" data-module="{}"><h2>{}</h2>"#,
@@ -90,10 +127,10 @@ pub fn write_modules(
             out,
             r##"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" viewBox="0 0 {width:.0} {height:.0}" font-family="DejaVu Sans Mono, Menlo, Consolas, monospace" font-size="11">
 <rect width="100%" height="100%" fill="#ffffff"/>
-<text x="16" y="26" font-size="15" font-weight="bold" fill="#111">{title}</text>"##
+<text x="16" y="26" font-size="15" font-weight="bold" fill="#111">{escaped}</text>"##
         )?;
         let mut y = 40.0;
-        for (name, label, svg) in &bands {
+        for (name, label, svg) in bands {
             let (_, h) = svg_size(svg);
             writeln!(
                 out,

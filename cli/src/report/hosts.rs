@@ -6,8 +6,14 @@ use std::fmt;
 
 use serde::Serialize;
 
+use rank_layout::Topology;
+use rank_layout::machine::{KindGroups, Placed};
+
+use crate::args::MachineArgs;
+use crate::config::Setup;
 use crate::error::Failure;
 use crate::on_hosts::OnHosts;
+use crate::shards_target::ShardsTarget;
 use crate::target::{DimSet, Target};
 
 /// One kind's groups on the hosts.
@@ -57,19 +63,26 @@ impl HostsReport {
         sets: &[DimSet],
         rank: Option<u32>,
     ) -> Result<HostsReport, Failure> {
+        let groups = sets
+            .iter()
+            .map(|set| target.kind_groups(set))
+            .collect::<Result<Vec<_>, Failure>>()?;
+        Ok(HostsReport::of_groups(on, groups, rank))
+    }
+
+    /// The report of the groups `groups_of` (as ranks of the job) on `on`,
+    /// and of `rank` when given.
+    pub fn of_groups(on: &OnHosts, groups_of: Vec<KindGroups>, rank: Option<u32>) -> HostsReport {
         let placed = &on.placed;
         let mut kinds = Vec::new();
-        let mut groups_of = Vec::new();
-        for set in sets {
-            let groups = target.kind_groups(set)?;
-            let c = placed.crossing(&groups).placed;
+        for groups in &groups_of {
+            let c = placed.crossing(groups).placed;
             kinds.push(KindOnHosts {
                 kind: c.name,
                 groups: c.groups,
                 crossing: c.crossing,
                 widest: c.widest,
             });
-            groups_of.push(groups);
         }
         let rank = rank.and_then(|r| {
             let (node, host) = placed.node_of(r)?;
@@ -94,7 +107,7 @@ impl HostsReport {
                 crossing_kinds,
             })
         });
-        Ok(HostsReport {
+        HostsReport {
             hosts_file: on.file.clone(),
             order: on.order,
             node_hosts: placed
@@ -104,7 +117,37 @@ impl HostsReport {
                 .collect(),
             kinds,
             rank,
-        })
+        }
+    }
+}
+
+/// Inference shards on `--hosts` (`None` without it): the whole world in
+/// the table's order, or with `--placed` as `place` places it (every
+/// shard's must-fit kinds inside domains); the machine there (the hosts'
+/// GPUs per node, else the setup's) and the report of every shard's
+/// `sets` (rows `shard<i> KIND`), and of `rank` when given.
+///
+/// # Errors
+/// As [`OnHosts::load`]; a kind a shard does not have.
+pub fn shards_on_hosts(
+    machine: &MachineArgs,
+    setup: &Setup,
+    st: &ShardsTarget,
+    sets: &[DimSet],
+    rank: Option<u32>,
+) -> Result<(Topology, Option<HostsReport>), Failure> {
+    let world = st.shards.world_size();
+    let on = OnHosts::load_with(machine, setup, (world, 0), |hosts, options| {
+        let (fit, others) = st.placement_groups(None)?;
+        Ok(Placed::groups(world, fit, &others, hosts, options)?)
+    })?;
+    match &on {
+        Some(on) => {
+            let groups = st.shard_groups(sets)?;
+            let report = HostsReport::of_groups(on, groups, rank);
+            Ok((on.topology(setup)?, Some(report)))
+        }
+        None => Ok((setup.topology, None)),
     }
 }
 
@@ -141,14 +184,17 @@ impl fmt::Display for HostsReport {
                 }
             )?;
         }
+        // Wider for the kinds of inference shards (`shard0 tp-dp-cp`).
+        let w = self.kinds.iter().map(|k| k.kind.len()).fold(12, usize::max);
         writeln!(
             f,
-            "kind         groups  crossing a domain  (by level, outermost first)"
+            "{:<w$} groups  crossing a domain  (by level, outermost first)",
+            "kind"
         )?;
         for k in &self.kinds {
             writeln!(
                 f,
-                "{:<12} {:>6}  {:>17}  ({})",
+                "{:<w$} {:>6}  {:>17}  ({})",
                 k.kind,
                 k.groups,
                 k.crossing.last().copied().unwrap_or(0),

@@ -8,6 +8,7 @@
 //! - [`audit`]: Megatron-LM's encoder + decoder joins (`rank-layout audit`);
 //! - [`bridge`]: the bridge plans of a modules file (`rank-layout bridge`);
 //! - [`modules`]: the reports of a `--modules` file, module by module;
+//! - [`shards`]: the reports of inference shards, shard by shard;
 //! - [`mesh`]: a mesh described for JSON;
 //! - [`place`]: a layout placed on a host table (`rank-layout place`).
 
@@ -22,6 +23,7 @@ pub mod modules;
 pub mod place;
 pub mod rank;
 pub mod relayout;
+pub mod shards;
 pub mod suggest;
 
 use std::fmt;

@@ -22,7 +22,7 @@ use crate::report::{print, print_json};
 use crate::target::DimSet;
 
 /// A report as a JSON value.
-fn to_value(value: &impl Serialize) -> Result<Value, Failure> {
+pub fn to_value(value: &impl Serialize) -> Result<Value, Failure> {
     serde_json::to_value(value).map_err(|e| Failure::Output(io::Error::other(e)))
 }
 

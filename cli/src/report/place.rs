@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use rank_layout::machine::{KindCrossing, Launcher, Placed, Shrunk};
+use rank_layout::machine::{KindCrossing, KindGroups, Launcher, Placed, Shrunk};
 use serde::Serialize;
 
 use crate::error::Failure;
@@ -109,6 +109,23 @@ impl PlaceReport {
             given: layout.config().clone(),
         });
         let target = shrunk_target.as_ref().unwrap_or(target);
+        // Only the kinds not placed: the others are not listed again.
+        let others = target
+            .all_sets()
+            .iter()
+            .filter(|set| {
+                let name = set.to_string();
+                !placed.kinds().iter().any(|k| k.placed.name == name)
+            })
+            .map(|set| target.kind_groups(set))
+            .collect::<Result<Vec<_>, Failure>>()?;
+        Ok(PlaceReport::of_groups(placed, &others))
+    }
+
+    /// The report of `placed`: every kind placed as the placement compared
+    /// it with the table's order ([`Placed::kinds`]), then those of
+    /// `others` not among them (as ranks of the job).
+    pub fn of_groups(placed: &Placed, others: &[KindGroups]) -> PlaceReport {
         let mut kinds: Vec<KindOut> = placed.kinds().iter().cloned().map(KindOut::from).collect();
         let mut crossing = BTreeMap::new();
         let mut plain_crossing = BTreeMap::new();
@@ -118,16 +135,15 @@ impl PlaceReport {
                 plain_crossing.insert(k.kind.clone(), p);
             }
         }
-        for set in target.all_sets() {
-            let name = set.to_string();
-            if kinds.iter().any(|k| k.kind == name) {
+        for groups in others {
+            if kinds.iter().any(|k| k.kind == groups.name) {
                 continue;
             }
-            kinds.push(placed.crossing(&target.kind_groups(&set)?).into());
+            kinds.push(placed.crossing(groups).into());
         }
         let plan = placed.plan();
         let names = |v: Vec<&str>| v.into_iter().map(str::to_string).collect();
-        Ok(PlaceReport {
+        PlaceReport {
             world_size: placed.world_size(),
             gpus_per_node: placed.gpus_per_node(),
             node_hosts: names(placed.node_hosts()),
@@ -150,7 +166,7 @@ impl PlaceReport {
                     command: placed.command(l, &format!("{}.txt", l.name())),
                 })
                 .collect(),
-        })
+        }
     }
 }
 
