@@ -128,9 +128,9 @@ def run(rank: int, world: int, port: int, out: str, job: dict[str, Any]) -> None
 class StandInShrink:
     """While active, apply_relayout sees every backend able to shrink, and
     torch.distributed.shrink_group is a stand-in (gloo has none): it
-    records its arguments and makes the old group's remaining members, in
-    their order, a members-only group (one group made, as the real one
-    makes one). The old group is left as it is."""
+    records its arguments, flags included, and makes the old group's
+    remaining members, in their order, a members-only group (one group
+    made, as the real one makes one). The old group is left as it is."""
 
     def __init__(self, calls: list) -> None:
         self.calls = calls
@@ -152,13 +152,13 @@ class StandInShrink:
 
         rl._can_shrink, dist.shrink_group = self.saved
 
-    def shrink_group(self, ranks_to_exclude: list[int], group: Any = None) -> Any:
+    def shrink_group(self, ranks_to_exclude: list[int], group: Any = None, shrink_flags: int = 0) -> Any:
         import torch.distributed as dist
 
         from rank_layout.torch._groups import _KEEP_ORDER
 
         old = dist.get_process_group_ranks(group)
-        self.calls.append([old, list(ranks_to_exclude)])
+        self.calls.append([old, list(ranks_to_exclude), shrink_flags])
         keep = [r for i, r in enumerate(old) if i not in set(ranks_to_exclude)]
         return dist.new_group(keep, use_local_synchronization=True, timeout=TIMEOUT, **_KEEP_ORDER)
 

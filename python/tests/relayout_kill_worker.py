@@ -1,0 +1,232 @@
+"""The body of each process of test_relayout_kill.py (a module of its own so
+that spawned processes can import it).
+
+A training loop on gloo: the old layout's groups from new_groups (the
+spare processes, after the old layout's ranks, are in none of them); each
+step all-reduces the process's rank on every kind's group with
+``async_op=True``, then waits for the step's work. The victim kills itself
+with SIGKILL in step ``KILL_STEP``: it issues the all-reduces of the kinds
+before ``job["kind"]``, waits until the other members of its group of that
+kind have issued theirs (they are then inside that all-reduce, waiting for
+it), says it is going (a store key, as a launcher or nvidia-resiliency-ext
+would tell the survivors) and kills itself.
+
+A survivor runs on as far as its work completes: a step whose work all
+completes is followed by the next, up to ``STEPS``, so the processes
+around the dead one leave collectives issued on groups whose other
+members never issue them (the way a real job stops). It stops at the
+first work that fails, or, once it knows of the death, at work that does
+not complete within ``GRACE_S`` (it stops waiting, and keeps the Work
+objects, as a job that gives up on them does).
+
+Then each survivor computes the plan of every policy of the job (the same
+arguments on every process), checks through the store that every survivor
+holds the same plan hash, applies it with apply_relayout to the same old
+groups (``destroy_old`` only for the last) and all-reduces its new rank on
+each of its new groups, with a deadline: the sum (or the error, or
+"timeout") is recorded for the test to compare with the plan's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+import traceback
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+#: The store's and the old groups' timeout.
+TIMEOUT = timedelta(seconds=60)
+#: apply_relayout's timeout: every rendezvous and collective of the groups it makes.
+APPLY_TIMEOUT = timedelta(seconds=30)
+#: The step the victim dies in, and the most steps a process runs.
+KILL_STEP, STEPS = 3, 6
+#: How long a survivor that knows of the death waits on work that does not
+#: complete before it stops waiting.
+GRACE_S = 1.5
+#: How long a new group's all-reduce may take before it counts as hung.
+CHECK_S = 20.0
+
+
+def run(rank: int, world: int, port: int, out: str, job: dict[str, Any]) -> None:
+    """One process of the world; writes what it saw to ``out``/rank.json."""
+    result: dict[str, Any] = {"rank": rank, "error": None, "policies": {}, "times": {}}
+    victim = job["victim"]
+    t0 = time.monotonic()
+
+    def mark(what: str) -> None:
+        result["times"][what] = round(time.monotonic() - t0, 2)
+
+    path = Path(out, f"{rank}.json")
+    try:
+        import torch
+        import torch.distributed as dist
+
+        from rank_layout import Layout
+
+        torch.set_num_threads(1)
+        store = dist.TCPStore("127.0.0.1", port, world, is_master=rank == 0, timeout=TIMEOUT)
+        dist.init_process_group("gloo", store=store, rank=rank, world_size=world, timeout=TIMEOUT)
+        layout = Layout(**job["layout"])
+        kinds = job["kinds"]
+        from rank_layout.torch import new_groups
+
+        groups = new_groups(layout, kinds, backend="gloo", timeout=TIMEOUT)
+        mark("groups")
+        if rank == victim:
+            # Written first: a process killed leaves no result of its own.
+            path.write_text(json.dumps({**result, "killed": True}))
+        result["train"], pending = train(layout, groups, kinds, rank, store, job)
+        mark("trained")
+        apply_policies(layout, groups, kinds, rank, world, store, job, result)
+        mark("applied")
+        # The store lives in rank 0: it goes last.
+        survivors = [r for r in range(world) if r != victim]
+        store.set(f"done/{rank}", "1")
+        if rank == 0:
+            store.wait([f"done/{r}" for r in survivors], TIMEOUT)
+        t = time.monotonic()
+        del pending
+        dist.destroy_process_group()
+        result["teardown_s"] = round(time.monotonic() - t, 2)
+        mark("done")
+    except BaseException:
+        result["error"] = traceback.format_exc()
+        raise
+    finally:
+        if rank != victim:
+            path.write_text(json.dumps(result))
+
+
+def train(layout: Any, groups: dict, kinds: list[str], rank: int, store: Any, job: dict) -> tuple[dict, list]:
+    """The training loop (see the module's doc): what this process did (the
+    step it stopped in, each kind's work done right, failed or left
+    pending), and the Work objects it gave up on."""
+    import torch
+    import torch.distributed as dist
+
+    victim, kill_kind = job["victim"], job["kind"]
+    seen: dict[str, Any] = {"steps": 0, "wrong": [], "failed": [], "abandoned": []}
+    gone_key = f"gone/{victim}"
+    gone = False
+    # Every group of this process, by kind (a kind whose groups overlap, an
+    # encoder's fan-out pp, gives a list).
+    mine = [(kind, pg) for kind in kinds for pg in as_list(groups[kind])]
+    if not mine:
+        return seen, []  # a spare: in no group of the old layout
+    for step in range(1, STEPS + 1):
+        works = []
+        for kind, pg in mine:
+            if rank == victim and step == KILL_STEP and kind == kill_kind:
+                peers = {r for k, g in mine if k == kind for r in dist.get_process_group_ranks(g)} - {rank}
+                store.wait([f"issued/{KILL_STEP}/{r}" for r in sorted(peers)], TIMEOUT)
+                store.set(gone_key, "1")
+                os.kill(os.getpid(), signal.SIGKILL)
+            t = torch.tensor([float(rank)])
+            works.append((kind, pg, t, dist.all_reduce(t, group=pg, async_op=True)))
+        if step == KILL_STEP:
+            store.set(f"issued/{KILL_STEP}/{rank}", "1")
+        last = time.monotonic()
+        left = list(works)
+        stop = False
+        while left:
+            done = [w for w in left if w[3].is_completed()]
+            for kind, pg, t, work in done:
+                left.remove((kind, pg, t, work))
+                last = time.monotonic()
+                try:
+                    work.wait()
+                except Exception as e:  # the dead peer's group
+                    seen["failed"].append([step, kind, str(e).splitlines()[0][:200]])
+                    stop = True
+                    continue
+                want = float(sum(dist.get_process_group_ranks(pg)))
+                if t.item() != want:
+                    seen["wrong"].append([step, kind, t.item(), want])
+            if not left:
+                break
+            if not gone:
+                gone = store.check([gone_key])
+            if gone and time.monotonic() - last > GRACE_S:
+                seen["abandoned"] = [[step, kind] for kind, _, _, _ in left]
+                stop = True
+                break
+            time.sleep(0.01)
+        seen["steps"] = step
+        if stop:
+            return seen, [w[3] for w in left]
+    return seen, []
+
+
+def apply_policies(
+    layout: Any, groups: dict, kinds: list[str], rank: int, world: int, store: Any, job: dict, result: dict
+) -> None:
+    """Every policy of the job, in turn, on the same old groups: the plan
+    (its hash agreed through the store), apply_relayout, and an all-reduce
+    of the new rank on each of this process's new groups."""
+    import torch.distributed as dist
+
+    from rank_layout import relayout
+    from rank_layout.torch import apply_relayout
+
+    victim = job["victim"]
+    survivors = [r for r in range(world) if r != victim]
+    store.wait([f"gone/{victim}"], TIMEOUT)
+    for i, (policy, spare_nodes) in enumerate(job["policies"]):
+        last = i == len(job["policies"]) - 1
+        plan = relayout(layout, [victim], policy=policy, spare_nodes=spare_nodes, kinds=kinds)
+        store.set(f"hash/{policy}/{rank}", f"{plan.hash:016x}")
+        keys = [f"hash/{policy}/{r}" for r in survivors]
+        store.wait(keys, TIMEOUT)
+        assert {store.get(k).decode() for k in keys} == {f"{plan.hash:016x}"}, policy
+        t = time.monotonic()
+        applied = apply_relayout(plan, groups, timeout=APPLY_TIMEOUT, destroy_old=last)
+        seen: dict[str, Any] = {"apply_s": round(time.monotonic() - t, 3), "rank": applied.rank, "kinds": {}}
+        seen["unsettled"] = list(getattr(applied, "unsettled", []))
+        for kind in kinds:
+            seen["kinds"][kind] = check(plan, kind, applied, rank)
+        result["policies"][policy] = seen
+        if not last:
+            # The groups this policy made (the old ones stay for the next).
+            olds = {id(g) for v in groups.values() for g in as_list(v)}
+            for pg in {id(g): g for v in applied.groups.values() for g in as_list(v) if id(g) not in olds}.values():
+                dist.destroy_process_group(pg)
+
+
+def check(plan: Any, kind: str, applied: Any, rank: int) -> dict[str, Any]:
+    """This process's new groups of ``kind`` (several where the kind's
+    groups overlap): how apply_relayout got them, and for each, by color,
+    its torch ranks and the sum of an all-reduce of the new ranks
+    (``None`` with ``error`` when it failed or did not complete in
+    CHECK_S)."""
+    import torch
+    import torch.distributed as dist
+
+    out: dict[str, Any] = {"how": applied.how[kind], "groups": []}
+    for pg in as_list(applied.groups[kind]):
+        seen: dict[str, Any] = {"processes": dist.get_process_group_ranks(pg), "sum": None, "error": None}
+        out["groups"].append(seen)
+        t = torch.tensor([float(applied.rank)])
+        start = time.monotonic()
+        try:
+            work = dist.all_reduce(t, group=pg, async_op=True)
+            while not work.is_completed():
+                if time.monotonic() - start > CHECK_S:
+                    seen["error"] = "timeout"
+                    break
+                time.sleep(0.01)
+            else:
+                work.wait()
+                seen["sum"] = t.item()
+        except Exception as e:
+            seen["error"] = str(e).splitlines()[0][:300]
+    del plan, rank
+    return out
+
+
+def as_list(pg: Any) -> list:
+    """new_groups' answer for a kind: its group, a list of several, or None."""
+    return pg if isinstance(pg, list) else [] if pg is None else [pg]
