@@ -19,12 +19,14 @@ first work that fails, or, once it knows of the death, at work that does
 not complete within ``GRACE_S`` (it stops waiting, and keeps the Work
 objects, as a job that gives up on them does).
 
-Then each survivor computes the plan of every policy of the job (the same
-arguments on every process), checks through the store that every survivor
-holds the same plan hash, applies it with apply_relayout to the same old
-groups (``destroy_old`` only for the last) and all-reduces its new rank on
-each of its new groups, with a deadline: the sum (or the error, or
-"timeout") is recorded for the test to compare with the plan's.
+Then each survivor checks the refusals of apply_relayout's new arguments,
+computes the plan of every policy of the job (the same arguments on every
+process), checks through the store that every survivor holds the same
+plan hash, applies it with apply_relayout to the same old groups
+(``destroy_old`` only for the last; ``keep`` and ``unfinished`` as the job
+says) and all-reduces its new rank on each of its new groups, with a
+deadline: the sum (or the error, or "timeout") is recorded for the test to
+compare with the plan's.
 """
 
 from __future__ import annotations
@@ -81,7 +83,9 @@ def run(rank: int, world: int, port: int, out: str, job: dict[str, Any]) -> None
             path.write_text(json.dumps({**result, "killed": True}))
         result["train"], pending = train(layout, groups, kinds, rank, store, job)
         mark("trained")
-        apply_policies(layout, groups, kinds, rank, world, store, job, result)
+        if any(as_list(g) for g in groups.values()):  # not the spare, in no group
+            result["refused"] = check_refusals(layout, groups, kinds, victim)
+        apply_policies(layout, groups, kinds, rank, world, store, job, result, [pg for _, pg, _ in pending])
         mark("applied")
         # The store lives in rank 0: it goes last.
         survivors = [r for r in range(world) if r != victim]
@@ -104,7 +108,7 @@ def run(rank: int, world: int, port: int, out: str, job: dict[str, Any]) -> None
 def train(layout: Any, groups: dict, kinds: list[str], rank: int, store: Any, job: dict) -> tuple[dict, list]:
     """The training loop (see the module's doc): what this process did (the
     step it stopped in, each kind's work done right, failed or left
-    pending), and the Work objects it gave up on."""
+    pending), and the work it gave up on: (kind, group, Work)."""
     import torch
     import torch.distributed as dist
 
@@ -157,16 +161,19 @@ def train(layout: Any, groups: dict, kinds: list[str], rank: int, store: Any, jo
             time.sleep(0.01)
         seen["steps"] = step
         if stop:
-            return seen, [w[3] for w in left]
+            return seen, [(kind, pg, work) for kind, pg, _, work in left]
     return seen, []
 
 
 def apply_policies(
-    layout: Any, groups: dict, kinds: list[str], rank: int, world: int, store: Any, job: dict, result: dict
+    layout: Any, groups: dict, kinds: list[str], rank: int, world: int, store: Any, job: dict, result: dict,
+    abandoned: list,
 ) -> None:
     """Every policy of the job, in turn, on the same old groups: the plan
-    (its hash agreed through the store), apply_relayout, and an all-reduce
-    of the new rank on each of this process's new groups."""
+    (its hash agreed through the store), apply_relayout (with the job's
+    ``keep``, and ``unfinished=`` the groups this process gave up work on
+    where the job says so), and an all-reduce of the new rank on each of
+    this process's new groups."""
     import torch.distributed as dist
 
     from rank_layout import relayout
@@ -175,25 +182,54 @@ def apply_policies(
     victim = job["victim"]
     survivors = [r for r in range(world) if r != victim]
     store.wait([f"gone/{victim}"], TIMEOUT)
-    for i, (policy, spare_nodes) in enumerate(job["policies"]):
+    for i, (label, policy, spare_nodes, options) in enumerate(job["policies"]):
         last = i == len(job["policies"]) - 1
         plan = relayout(layout, [victim], policy=policy, spare_nodes=spare_nodes, kinds=kinds)
-        store.set(f"hash/{policy}/{rank}", f"{plan.hash:016x}")
-        keys = [f"hash/{policy}/{r}" for r in survivors]
+        store.set(f"hash/{label}/{rank}", f"{plan.hash:016x}")
+        keys = [f"hash/{label}/{r}" for r in survivors]
         store.wait(keys, TIMEOUT)
-        assert {store.get(k).decode() for k in keys} == {f"{plan.hash:016x}"}, policy
+        assert {store.get(k).decode() for k in keys} == {f"{plan.hash:016x}"}, label
+        unfinished = abandoned if options.get("unfinished") else ()
         t = time.monotonic()
-        applied = apply_relayout(plan, groups, timeout=APPLY_TIMEOUT, destroy_old=last)
+        applied = apply_relayout(plan, groups, timeout=APPLY_TIMEOUT, destroy_old=last,
+                                 keep=options.get("keep", "agreed"), unfinished=unfinished)
         seen: dict[str, Any] = {"apply_s": round(time.monotonic() - t, 3), "rank": applied.rank, "kinds": {}}
         seen["unsettled"] = list(getattr(applied, "unsettled", []))
         for kind in kinds:
             seen["kinds"][kind] = check(plan, kind, applied, rank)
-        result["policies"][policy] = seen
+        result["policies"][label] = seen
         if not last:
             # The groups this policy made (the old ones stay for the next).
             olds = {id(g) for v in groups.values() for g in as_list(v)}
             for pg in {id(g): g for v in applied.groups.values() for g in as_list(v) if id(g) not in olds}.values():
                 dist.destroy_process_group(pg)
+
+
+def check_refusals(layout: Any, groups: dict, kinds: list[str], victim: int) -> int:
+    """The new arguments' refusals come on every process before any group
+    is made (so the next apply_relayout still meets its partners). How
+    many were checked."""
+    from rank_layout import LayoutError, relayout
+    from rank_layout.torch import apply_relayout
+    from rank_layout.torch.relayout import settled_groups
+
+    plan = relayout(layout, [victim], policy="drop-replica", kinds=kinds)
+    pg = next(g for v in groups.values() for g in as_list(v))
+    cases = [
+        (lambda: apply_relayout(plan, groups, keep="always"), "keep must be one of agreed, never, got 'always'"),
+        (lambda: apply_relayout(plan, groups, unfinished=pg),
+         f"unfinished must be a list of process groups, got {type(pg).__name__}"),
+        (lambda: settled_groups(layout, []), "settled_groups takes a rank_layout.Relayout, got Layout"),
+        (lambda: settled_groups(plan, [], timeout=5), "timeout must be a datetime.timedelta, got 5"),
+    ]
+    for bad, message in cases:
+        try:
+            bad()
+        except LayoutError as e:
+            assert message in str(e), (message, str(e))
+        else:
+            raise AssertionError(f"no LayoutError ({message})")
+    return len(cases)
 
 
 def check(plan: Any, kind: str, applied: Any, rank: int) -> dict[str, Any]:

@@ -35,8 +35,18 @@ import relayout_kill_worker  # noqa: E402
 import worlds  # noqa: E402
 from rank_layout import Layout, relayout  # noqa: E402
 
-#: (policy, spare nodes), applied in turn to the same old groups.
-POLICIES = [("drop-replica", 0), ("spare", 1), ("shift-ranks", 0), ("fill-gaps", 0)]
+#: (label, policy, spare nodes, apply_relayout's options), applied in turn
+#: to the same old groups: every policy with the default keep="agreed";
+#: drop-replica with keep="never" too, and spare with each survivor naming
+#: the groups it gave up work on in unfinished=.
+POLICIES = [
+    ("drop-replica", "drop-replica", 0, {}),
+    ("drop-replica/keep=never", "drop-replica", 0, {"keep": "never"}),
+    ("spare/unfinished", "spare", 1, {"unfinished": True}),
+    ("spare", "spare", 1, {}),
+    ("shift-ranks", "shift-ranks", 0, {}),
+    ("fill-gaps", "fill-gaps", 0, {}),
+]
 
 
 @pytest.fixture(autouse=True)
@@ -68,12 +78,24 @@ def run_case(config: dict[str, Any], kinds: list[str], victim: int, kind: str, t
         assert r["train"]["wrong"] == [], r["train"]
         assert r["train"]["steps"] >= relayout_kill_worker.KILL_STEP, r["train"]
     assert any(r["train"]["failed"] or r["train"]["abandoned"] for r in survivors)
+    # The new arguments' refusals, on every process in a group.
+    assert [r.get("refused") for r in survivors] == [4] * (layout.world_size - 1) + [None]
     bad = []
-    for policy, spares in POLICIES:
+    for label, policy, spares, options in POLICIES:
         plan = relayout(layout, [victim], policy=policy, spare_nodes=spares, kinds=kinds)
         for r in survivors:
-            seen, p = r["policies"][policy], r["rank"]
-            assert seen["rank"] == (plan.new_rank[p] if p < len(plan.new_rank) else None), (policy, p)
+            seen, p = r["policies"][label], r["rank"]
+            assert seen["rank"] == (plan.new_rank[p] if p < len(plan.new_rank) else None), (label, p)
+            kept = kept_kinds(plan, kinds, seen["rank"])
+            if options.get("keep") == "never":
+                # Every group the plan keeps was made anew.
+                assert seen["unsettled"] == kept, (label, p, seen["unsettled"])
+            else:
+                assert set(seen["unsettled"]) <= set(kept), (label, p, seen["unsettled"])
+            if options.get("unfinished"):
+                # A kept group this process gave up work on was made anew.
+                gave_up = {k for _, k in r["train"]["abandoned"]}
+                assert gave_up & set(kept) <= set(seen["unsettled"]), (label, p, gave_up)
             for k in kinds:
                 got = seen["kinds"][k]
                 # This process's groups of the new layout, by color (one
@@ -82,14 +104,14 @@ def run_case(config: dict[str, Any], kinds: list[str], victim: int, kind: str, t
                 n = seen["rank"]
                 splits = [] if n is None else [plan.layout.split(n, k, round=i) for i in range(rounds)]
                 colors = sorted(s.color for s in splits if s is not None)
-                assert len(got["groups"]) == len(colors), (policy, k, p, got)
+                assert len(got["groups"]) == len(colors), (label, k, p, got)
                 for color, group in zip(colors, got["groups"]):
                     members = plan.layout.group(k, color)
-                    assert group["processes"] == [plan.process(m) for m in members], (policy, k, group)
+                    assert group["processes"] == [plan.process(m) for m in members], (label, k, group)
                     # Every survivor's every group: an all-reduce giving
                     # the sum of its members' new ranks.
                     if (group["error"], group["sum"]) != (None, float(sum(members))):
-                        bad.append(f"{policy}, process {p}, {k} ({got['how']}, members {group['processes']}): "
+                        bad.append(f"{label}, process {p}, {k} ({got['how']}, members {group['processes']}): "
                                    f"{group['error'] or group['sum']} where the sum is {float(sum(members))}")
     assert not bad, f"{len(bad)} groups wrong:\n" + "\n".join(bad)
     # The old groups were ended on every survivor (the last policy's
@@ -100,13 +122,28 @@ def run_case(config: dict[str, Any], kinds: list[str], victim: int, kind: str, t
     return results
 
 
+def kept_kinds(plan: Any, kinds: list[str], new_rank: Any) -> list[str]:
+    """The kinds of which the plan keeps a group of the process of new rank
+    ``new_rank`` (none when it has no rank)."""
+    if new_rank is None:
+        return []
+    out = []
+    for k in kinds:
+        ch = plan.changes(k)
+        made = set(ch["new"]) | {s["new"] for s in ch["shrunk"]}
+        splits = [plan.layout.split(new_rank, k, round=i) for i in range(plan.layout.split_rounds(k))]
+        if any(s is not None and s.color not in made for s in splits):
+            out.append(k)
+    return out
+
+
 def report(results: list[dict], victim: int, kind: str, seconds: float) -> None:
     """What the run did, for the log: how far each survivor trained, and
     the groups the plan keeps that were made anew."""
     survivors = [r for r in results if r["rank"] != victim]
     steps = {r["rank"]: r["train"]["steps"] for r in survivors}
-    unsettled = {p: sorted({k for r in survivors for k in r["policies"][p]["unsettled"]}) for p, _ in POLICIES}
-    slowest = {p: max(r["policies"][p]["apply_s"] for r in survivors) for p, _ in POLICIES}
+    unsettled = {p: sorted({k for r in survivors for k in r["policies"][p]["unsettled"]}) for p, *_ in POLICIES}
+    slowest = {p: max(r["policies"][p]["apply_s"] for r in survivors) for p, *_ in POLICIES}
     print(f"killed {victim} in {kind}: {seconds:.1f} s; steps {steps}; kept kinds made anew {unsettled}; "
           f"apply_relayout slowest {slowest}; teardown {max(r['teardown_s'] for r in survivors)} s")
     times = {k: max(r["times"].get(k, 0) for r in survivors) for k in survivors[0]["times"]}
@@ -118,8 +155,9 @@ def test_kill_inside_a_collective_8_processes(kind: str, tmp_path: Path) -> None
     """tp 2, pp 2, dp 2 (order tp-dp-pp), process 5 killed (never rank 0,
     which holds the store)."""
     results = run_case(dict(tp=2, pp=2, dp=2, order="tp-dp-pp"), ["tp", "dp", "pp"], 5, kind, tmp_path)
-    # Groups the plan keeps were made anew somewhere: the case the test is for.
-    assert any(r["policies"][p]["unsettled"] for r in results if r["rank"] != 5 for p, _ in POLICIES)
+    # Groups the plan keeps were made anew somewhere (keep="agreed"): the
+    # case the test is for.
+    assert any(r["policies"][p]["unsettled"] for r in results if r["rank"] != 5 for p, _, _, o in POLICIES if not o)
 
 
 def test_kill_inside_a_collective_16_processes(tmp_path: Path) -> None:
@@ -129,7 +167,7 @@ def test_kill_inside_a_collective_16_processes(tmp_path: Path) -> None:
     same kept kinds anew, and each 16-process world costs CI twice an
     8-process one, mostly importing torch.)"""
     results = run_case(dict(tp=2, cp=2, pp=2, dp=2, order="tp-cp-dp-pp"), ["tp", "cp", "dp", "pp"], 11, "dp", tmp_path)
-    assert any(r["policies"][p]["unsettled"] for r in results if r["rank"] != 11 for p, _ in POLICIES)
+    assert any(r["policies"][p]["unsettled"] for r in results if r["rank"] != 11 for p, _, _, o in POLICIES if not o)
 
 
 def test_kill_inside_a_collective_encoder_fan_out(tmp_path: Path) -> None:
@@ -140,4 +178,4 @@ def test_kill_inside_a_collective_encoder_fan_out(tmp_path: Path) -> None:
     config = dict(tp=2, encoder_tp=1, encoder_pp=2, dp=2)
     assert Layout(**config).split_rounds("pp") == 2
     results = run_case(config, ["tp", "dp", "pp"], 5, "pp", tmp_path)
-    assert any("pp" in r["policies"][p]["unsettled"] for r in results if r["rank"] != 5 for p, _ in POLICIES)
+    assert any("pp" in r["policies"][p]["unsettled"] for r in results if r["rank"] != 5 for p, _, _, o in POLICIES if not o)
