@@ -155,7 +155,7 @@ def train(layout: Any, groups: dict, kinds: list[str], rank: int, store: Any, jo
             if not gone:
                 gone = store.check([gone_key])
             if gone and time.monotonic() - last > GRACE_S:
-                seen["abandoned"] = [[step, kind] for kind, _, _, _ in left]
+                seen["abandoned"] = [[step, kind, dist.get_process_group_ranks(pg)] for kind, pg, _, _ in left]
                 stop = True
                 break
             time.sleep(0.01)

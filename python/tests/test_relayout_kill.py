@@ -20,8 +20,6 @@ CI they fail (conftest.require)."""
 
 from __future__ import annotations
 
-import os
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -34,6 +32,8 @@ torch = require("torch")
 import relayout_kill_worker  # noqa: E402
 import worlds  # noqa: E402
 from rank_layout import Layout, relayout  # noqa: E402
+# One thread per process, loopback only, a bounded resolver (autouse).
+from test_relayout_gloo import quiet_world  # noqa: E402, F401
 
 #: (label, policy, spare nodes, apply_relayout's options), applied in turn
 #: to the same old groups: every policy with the default keep="agreed";
@@ -47,17 +47,6 @@ POLICIES = [
     ("shift-ranks", "shift-ranks", 0, {}),
     ("fill-gaps", "fill-gaps", 0, {}),
 ]
-
-
-@pytest.fixture(autouse=True)
-def quiet_world(monkeypatch: pytest.MonkeyPatch) -> None:
-    """One thread per process (2 cores for up to 17 processes), loopback
-    only, and a bounded resolver (see test_torch.py)."""
-    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        monkeypatch.setenv(name, "1")
-    if sys.platform.startswith("linux"):
-        monkeypatch.setenv("GLOO_SOCKET_IFNAME", os.environ.get("GLOO_SOCKET_IFNAME", "lo"))
-    monkeypatch.setenv("RES_OPTIONS", os.environ.get("RES_OPTIONS", "timeout:1 attempts:1"))
 
 
 def run_case(config: dict[str, Any], kinds: list[str], victim: int, kind: str, tmp_path: Path) -> list[dict]:
@@ -80,22 +69,24 @@ def run_case(config: dict[str, Any], kinds: list[str], victim: int, kind: str, t
     assert any(r["train"]["failed"] or r["train"]["abandoned"] for r in survivors)
     # The new arguments' refusals, on every process in a group.
     assert [r.get("refused") for r in survivors] == [4] * (layout.world_size - 1) + [None]
-    bad = []
+    bad: list[str] = []
+    named = 0  # kept groups a survivor named in unfinished=
     for label, policy, spares, options in POLICIES:
         plan = relayout(layout, [victim], policy=policy, spare_nodes=spares, kinds=kinds)
         for r in survivors:
             seen, p = r["policies"][label], r["rank"]
             assert seen["rank"] == (plan.new_rank[p] if p < len(plan.new_rank) else None), (label, p)
-            kept = kept_kinds(plan, kinds, seen["rank"])
+            kept = kept_groups(plan, kinds, seen["rank"])
             if options.get("keep") == "never":
                 # Every group the plan keeps was made anew.
-                assert seen["unsettled"] == kept, (label, p, seen["unsettled"])
+                assert seen["unsettled"] == sorted({k for k, _ in kept}, key=kinds.index), (label, p, seen)
             else:
-                assert set(seen["unsettled"]) <= set(kept), (label, p, seen["unsettled"])
+                assert set(seen["unsettled"]) <= {k for k, _ in kept}, (label, p, seen["unsettled"])
             if options.get("unfinished"):
                 # A kept group this process gave up work on was made anew.
-                gave_up = {k for _, k in r["train"]["abandoned"]}
-                assert gave_up & set(kept) <= set(seen["unsettled"]), (label, p, gave_up)
+                gave_up = {(k, tuple(ranks)) for _, k, ranks in r["train"]["abandoned"]}
+                assert {k for k, _ in gave_up & kept} <= set(seen["unsettled"]), (label, p, gave_up)
+                named += len(gave_up & kept)
             for k in kinds:
                 got = seen["kinds"][k]
                 # This process's groups of the new layout, by color (one
@@ -114,6 +105,7 @@ def run_case(config: dict[str, Any], kinds: list[str], victim: int, kind: str, t
                         bad.append(f"{label}, process {p}, {k} ({got['how']}, members {group['processes']}): "
                                    f"{group['error'] or group['sum']} where the sum is {float(sum(members))}")
     assert not bad, f"{len(bad)} groups wrong:\n" + "\n".join(bad)
+    assert named > 0
     # The old groups were ended on every survivor (the last policy's
     # destroy_old), so no operation left on them holds the world's end
     # until their 60 s timeout.
@@ -122,18 +114,19 @@ def run_case(config: dict[str, Any], kinds: list[str], victim: int, kind: str, t
     return results
 
 
-def kept_kinds(plan: Any, kinds: list[str], new_rank: Any) -> list[str]:
-    """The kinds of which the plan keeps a group of the process of new rank
-    ``new_rank`` (none when it has no rank)."""
+def kept_groups(plan: Any, kinds: list[str], new_rank: Any) -> set[tuple[str, tuple[int, ...]]]:
+    """The groups the plan keeps of the process of new rank ``new_rank``
+    (none when it has no rank): (kind, torch ranks)."""
     if new_rank is None:
-        return []
-    out = []
+        return set()
+    out = set()
     for k in kinds:
         ch = plan.changes(k)
         made = set(ch["new"]) | {s["new"] for s in ch["shrunk"]}
-        splits = [plan.layout.split(new_rank, k, round=i) for i in range(plan.layout.split_rounds(k))]
-        if any(s is not None and s.color not in made for s in splits):
-            out.append(k)
+        for i in range(plan.layout.split_rounds(k)):
+            s = plan.layout.split(new_rank, k, round=i)
+            if s is not None and s.color not in made:
+                out.add((k, tuple(plan.process(m) for m in plan.layout.group(k, s.color))))
     return out
 
 
