@@ -6,8 +6,10 @@ spare processes, after the old layout's ranks, are in none of them); each
 step all-reduces the process's rank on every kind's group with
 ``async_op=True``, then waits for the step's work. The victim kills itself
 with SIGKILL in step ``KILL_STEP``: it issues the all-reduces of the kinds
-before ``job["kind"]``, waits until the other members of its group of that
-kind have issued theirs (they are then inside that all-reduce, waiting for
+before ``job["kind"]`` and waits until they are done on every member
+(so that which work completes afterwards does not depend on how fast the
+kill lands), waits until the other members of its group of that kind
+have issued theirs (they are then inside that all-reduce, waiting for
 it), says it is going (a store key, as a launcher or nvidia-resiliency-ext
 would tell the survivors) and kills itself.
 
@@ -15,9 +17,12 @@ A survivor runs on as far as its work completes: a step whose work all
 completes is followed by the next, up to ``STEPS``, so the processes
 around the dead one leave collectives issued on groups whose other
 members never issue them (the way a real job stops). It stops at the
-first work that fails, or, once it knows of the death, at work that does
-not complete within ``GRACE_S`` (it stops waiting, and keeps the Work
-objects, as a job that gives up on them does).
+first work that fails, or at work on a group a member of which never
+issues it (the dead one past its last all-reduce, or a survivor stopped
+at an earlier step); it says where it stopped through the store, stops waiting,
+and keeps the Work objects, as a job that gives up on them does. So
+where each survivor stops follows from the groups alone, not from
+timing.
 
 Then each survivor checks the refusals of apply_relayout's new arguments,
 computes the plan of every policy of the job (the same arguments on every
@@ -46,9 +51,9 @@ TIMEOUT = timedelta(seconds=60)
 APPLY_TIMEOUT = timedelta(seconds=30)
 #: The step the victim dies in, and the most steps a process runs.
 KILL_STEP, STEPS = 3, 6
-#: How long a survivor that knows of the death waits on work that does not
-#: complete before it stops waiting.
-GRACE_S = 1.5
+#: How long a survivor waits with no work completing before it gives up
+#: (a safety net: the rule of the module's doc stops every survivor first).
+STALL_S = 30.0
 #: How long a new group's all-reduce may take before it counts as hung.
 CHECK_S = 20.0
 
@@ -115,7 +120,22 @@ def train(layout: Any, groups: dict, kinds: list[str], rank: int, store: Any, jo
     victim, kill_kind = job["victim"], job["kind"]
     seen: dict[str, Any] = {"steps": 0, "wrong": [], "failed": [], "abandoned": []}
     gone_key = f"gone/{victim}"
-    gone = False
+    stopped: dict[int, int] = {}  # the last step of the survivors that stopped
+
+    def never(kind: str, pg: Any, step: int) -> bool:
+        """Whether a member of ``pg`` never issues this step's all-reduce
+        on it: a survivor that stopped before ``step``, or the dead one
+        past its last all-reduce (its work fails, or, where the member
+        waited for is a survivor that gave up, waits)."""
+        ranks = dist.get_process_group_ranks(pg)
+        past = step > KILL_STEP or (step == KILL_STEP and kinds.index(kind) >= kinds.index(kill_kind))
+        if victim in ranks and past and store.check([gone_key]):
+            return True
+        for r in ranks:
+            if r not in stopped and r not in (rank, victim) and store.check([f"stopped/{r}"]):
+                stopped[r] = int(store.get(f"stopped/{r}"))
+        return any(stopped.get(r, step) < step for r in ranks)
+
     # Every group of this process, by kind (a kind whose groups overlap, an
     # encoder's fan-out pp, gives a list).
     mine = [(kind, pg) for kind in kinds for pg in as_list(groups[kind])]
@@ -125,6 +145,13 @@ def train(layout: Any, groups: dict, kinds: list[str], rank: int, store: Any, jo
         works = []
         for kind, pg in mine:
             if rank == victim and step == KILL_STEP and kind == kill_kind:
+                # The kinds before this one done on every member (so which
+                # work completes does not depend on how fast the kill is),
+                # then every peer of this kind inside its all-reduce.
+                for _, g, _, w in works:
+                    w.wait()
+                    others = [r for r in dist.get_process_group_ranks(g) if r != rank]
+                    store.wait([f"completed/{KILL_STEP}/{g.group_name}/{r}" for r in others], TIMEOUT)
                 peers = {r for k, g in mine if k == kind for r in dist.get_process_group_ranks(g)} - {rank}
                 store.wait([f"issued/{KILL_STEP}/{r}" for r in sorted(peers)], TIMEOUT)
                 store.set(gone_key, "1")
@@ -150,18 +177,24 @@ def train(layout: Any, groups: dict, kinds: list[str], rank: int, store: Any, jo
                 want = float(sum(dist.get_process_group_ranks(pg)))
                 if t.item() != want:
                     seen["wrong"].append([step, kind, t.item(), want])
+                if step == KILL_STEP:
+                    store.set(f"completed/{KILL_STEP}/{pg.group_name}/{rank}", "1")
             if not left:
                 break
-            if not gone:
-                gone = store.check([gone_key])
-            if gone and time.monotonic() - last > GRACE_S:
+            hopeless = [w for w in left if never(w[0], w[1], step)]
+            if time.monotonic() - last > STALL_S:
+                seen["stalled"] = step  # the rule below left work waiting: the test fails
+                hopeless = left
+            if stop or hopeless:
                 seen["abandoned"] = [[step, kind, dist.get_process_group_ranks(pg)] for kind, pg, _, _ in left]
                 stop = True
                 break
             time.sleep(0.01)
         seen["steps"] = step
         if stop:
+            store.set(f"stopped/{rank}", str(step))
             return seen, [(kind, pg, work) for kind, pg, _, work in left]
+    store.set(f"stopped/{rank}", str(STEPS))
     return seen, []
 
 
@@ -266,3 +299,58 @@ def check(plan: Any, kind: str, applied: Any, rank: int) -> dict[str, Any]:
 def as_list(pg: Any) -> list:
     """new_groups' answer for a kind: its group, a list of several, or None."""
     return pg if isinstance(pg, list) else [] if pg is None else [pg]
+
+
+def settle(rank: int, world: int, port: int, out: str, job: dict[str, Any]) -> None:
+    """One of 3 processes checking settled_groups alone, on groups A = [0, 1]
+    and B = [1, 2] (process 1 in both): each check's answer, by step, in
+    ``out``/rank.json. Steps: "fresh" (no operation yet); "ahead" (process
+    0 issued an all-reduce on A that 1 has not, and checks a second later,
+    so a check reading a report of the first would see 0 and 1 agree);
+    "matched" (1 issued it too, and names B unfinished); "alone" (0 checks
+    A, 1 does not: the LayoutError after 1 s)."""
+    result: dict[str, Any] = {"rank": rank, "error": None, "steps": {}}
+    try:
+        import torch
+        import torch.distributed as dist
+
+        from rank_layout import Layout, LayoutError, relayout
+        from rank_layout.torch.relayout import settled_groups
+
+        torch.set_num_threads(1)
+        store = dist.TCPStore("127.0.0.1", port, world, is_master=rank == 0, timeout=TIMEOUT)
+        dist.init_process_group("gloo", store=store, rank=rank, world_size=world, timeout=TIMEOUT)
+        a, b = dist.new_group([0, 1]), dist.new_group([1, 2])
+        plan = relayout(Layout(**job["layout"]), job["failed"], policy="drop-replica")
+        mine = {"A": a, "B": b} if rank == 1 else {"A": a} if rank == 0 else {"B": b}
+
+        def check(step: str, **kwargs: Any) -> None:
+            kept = settled_groups(plan, list(mine.values()), **kwargs)
+            result["steps"][step] = sorted(name for name, pg in mine.items() if any(pg is k for k in kept))
+
+        check("fresh")
+        t = torch.tensor([float(rank)])
+        work = dist.all_reduce(t, group=a, async_op=True) if rank == 0 else None
+        if rank == 0:
+            time.sleep(1.0)
+        check("ahead")
+        if rank == 1:
+            work = dist.all_reduce(t, group=a, async_op=True)
+        if work is not None:
+            work.wait(timedelta(seconds=30))
+            result["sum"] = t.item()
+        check("matched", unfinished=[b] if rank == 1 else [])
+        if rank == 0:
+            try:
+                settled_groups(plan, [a], timeout=timedelta(seconds=1))
+            except LayoutError as e:
+                result["steps"]["alone"] = str(e)
+        store.set(f"done/{rank}", "1")
+        if rank == 0:
+            store.wait([f"done/{r}" for r in range(world)], TIMEOUT)
+        dist.destroy_process_group()
+    except BaseException:
+        result["error"] = traceback.format_exc()
+        raise
+    finally:
+        Path(out, f"{rank}.json").write_text(json.dumps(result))

@@ -66,6 +66,7 @@ def run_case(config: dict[str, Any], kinds: list[str], victim: int, kind: str, t
     for r in survivors[: layout.world_size - 1]:
         assert r["train"]["wrong"] == [], r["train"]
         assert r["train"]["steps"] >= relayout_kill_worker.KILL_STEP, r["train"]
+        assert "stalled" not in r["train"], r["train"]
     assert any(r["train"]["failed"] or r["train"]["abandoned"] for r in survivors)
     # The new arguments' refusals, on every process in a group.
     assert [r.get("refused") for r in survivors] == [4] * (layout.world_size - 1) + [None]
@@ -172,3 +173,21 @@ def test_kill_inside_a_collective_encoder_fan_out(tmp_path: Path) -> None:
     assert Layout(**config).split_rounds("pp") == 2
     results = run_case(config, ["tp", "dp", "pp"], 5, "pp", tmp_path)
     assert any("pp" in r["policies"][p]["unsettled"] for r in results if r["rank"] != 5 for p, _, _, o in POLICIES if not o)
+
+
+def test_settled_groups_check_by_check(tmp_path: Path) -> None:
+    """settled_groups alone, 3 processes (relayout_kill_worker.settle): a
+    group is kept while its members' counts agree; a second check never
+    reads the first's reports (process 0 one all-reduce ahead on A, checking
+    a second after 1: neither keeps A); a group a member names unfinished
+    is kept by none; a member that never checks ends its partner's check
+    with a LayoutError naming the group's ranks after the timeout."""
+    job = {"layout": dict(tp=2, dp=2), "failed": [3]}
+    results = worlds.run_world(relayout_kill_worker.settle, 3, job, tmp_path, deadline_s=120)
+    steps = [r["steps"] for r in results]
+    assert [s["fresh"] for s in steps] == [["A"], ["A", "B"], ["B"]]
+    assert [s["ahead"] for s in steps] == [[], ["B"], ["B"]]
+    assert [s["matched"] for s in steps] == [["A"], ["A"], []]
+    assert [r.get("sum") for r in results] == [1.0, 1.0, None]
+    assert "did not all say within 0:00:01" in steps[0]["alone"] and "torch ranks [0, 1]" in steps[0]["alone"]
+    assert "alone" not in steps[1] and "alone" not in steps[2]

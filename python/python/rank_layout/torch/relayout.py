@@ -96,11 +96,13 @@ its members agree that none of them has an unfinished operation on it:
   in ``unfinished=``, or ``"unknown"`` on a backend without the count;
 - the reports go through the store every process already has (the
   default group's, ``_get_default_store()``), under keys of the plan's
-  hash, torch's count of groups created so far (alike on every caller, so
-  every call has keys of its own) and the group's name (alike on every
-  member); every member writes its reports first, then reads its
+  hash, the group's name (alike on every member, unique to the group) and
+  how many times this process checked the group before (alike on every
+  member, as every member checks it in the same calls, so every check has
+  keys of its own); every member writes its reports first, then reads its
   partners', each wait bounded by ``timeout`` (default: the store's):
-  past it, :class:`rank_layout.LayoutError` naming the kind and ranks;
+  past it, or when the store cannot be reached,
+  :class:`rank_layout.LayoutError` naming the kind and ranks;
 - the group is kept when every report is the same count; then every
   operation one member issued on it, every other member issued too, and
   as they are all alive, they all complete. Otherwise it is made anew
@@ -112,11 +114,17 @@ The count cannot see two members each leaving an operation the other
 never matches (on gloo, two point-to-point sends each without its
 receive), nor, on NCCL, point-to-point operations at all (torch counts
 them apart and does not expose that count): a process that stopped
-waiting for work on a group, or may have left a point-to-point operation
-unmatched, names the group in ``unfinished=``; ``keep="never"`` makes
-every group anew. An overlapping kind's old groups are kept on the same
-terms. :func:`settled_groups` is the check alone, for a caller that
-reuses old groups itself.
+waiting for work on a group, saw work on it fail, or may have left a
+point-to-point operation unmatched, names the group in ``unfinished=``;
+``keep="never"`` makes every group anew. A survivor blocked in a wait
+without a bound (``work.wait()``, a collective without ``async_op``)
+reaches the call only when that wait ends, at the old group's timeout; its
+partners wait for its reports at most ``timeout``, then fail with the
+:class:`rank_layout.LayoutError`: wait on work with a bound
+(``work.wait(timeout)``, or ``is_completed()``) after a failure. An
+overlapping kind's old groups are kept on the same terms.
+:func:`settled_groups` is the check alone, for a caller that reuses old
+groups itself.
 
 The Work objects a survivor stopped waiting on are its own to drop: on a
 group that is ended (above), they fail at once (gloo, all members
@@ -124,7 +132,11 @@ destroying it) or are aborted (NCCL); on an old group kept by the caller
 (``destroy_old=False``) a gloo operation still waiting for a partner
 holds one of the group's worker threads until the group's timeout, and
 dropping the group's last reference waits for it; ``work.wait(timeout)``
-is bounded.
+is bounded. On NCCL a survivor that waited on such work has its current
+stream wait for it, and a kept group's next collective queues behind
+that stream until the old group is aborted (``destroy_old=True`` does
+it; with ``destroy_old=False``, abort those groups before using the kept
+ones).
 
 Order of members
 ----------------
@@ -194,6 +206,7 @@ operations are not, so pipeline traffic left unfinished is named in
 from __future__ import annotations
 
 import dataclasses
+import weakref
 from collections.abc import Iterable, Mapping
 from datetime import timedelta
 from typing import Any, Optional
@@ -208,6 +221,10 @@ from rank_layout.torch._groups import _KEEP_ORDER, GroupSpec, RankMap, _local
 SHRINK = ("auto", "never")
 #: Values of ``apply_relayout(keep=...)``.
 KEEP = ("agreed", "never")
+
+# How many times this process checked each group for :func:`_settle`:
+# alike on every member, so each check has keys of its own.
+_CHECKS: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
 
 # shrink_group's flag that ends the parent's operations in flight first
 # (NCCL_SHRINK_ABORT), where torch has it.
@@ -277,8 +294,9 @@ def apply_relayout(
     group the plan keeps stays only where its members agree, through the
     store, that none of them has an unfinished operation on it; else it is
     created anew) or ``"never"`` (every group is created anew); ``unfinished``
-    names old groups on which this process stopped waiting for work or may
-    have left a point-to-point operation unmatched: they are never kept.
+    names old groups on which this process stopped waiting for work, saw
+    work fail, or may have left a point-to-point operation unmatched: they
+    are never kept.
     """
     _check_args(plan, groups, shrink, timeout, backend, pg_options, keep)
     unfinished_ids = _ids(unfinished)
@@ -362,8 +380,8 @@ def settled_groups(
     and none names it in ``unfinished``. The members exchange their
     reports through the default group's store (no collective), once per
     call; every member of every group of ``pgs`` must call with that group
-    among its ``pgs``, after creating as many groups as the others (as
-    :func:`apply_relayout` requires), and they all get the same answer.
+    among its ``pgs`` (and check it as often as the others), and they all
+    get the same answer.
     Waits at most ``timeout`` (default: the store's) for the members'
     reports, else :class:`rank_layout.LayoutError` naming the group.
     :func:`apply_relayout` uses it for the groups the plan keeps; a caller
@@ -514,38 +532,49 @@ def _settle(
     that stay:
     none with ``keep="never"``; else those whose members all report the
     same count of operations issued on the group and none names it
-    unfinished. Each member writes its report under a key of the group
-    (its name, which torch gives alike on every member), the plan and
-    torch's count of groups created (alike on every caller, so each call
-    has keys of its own); then reads every member's. Every member reads
-    the same reports and decides alike."""
+    unfinished. Each member writes its report under a key of the plan,
+    the group (its name, which torch gives alike on every member and to no
+    other group) and the number of this process's earlier checks of the
+    group (alike on every member, which checks it in the same calls, so
+    each check has keys of its own: a member never reads a report of an
+    earlier check); then reads every member's. Every member reads the same
+    reports and decides alike."""
     if keep == "never" or not candidates:
         return set()
     store = dist.distributed_c10d._get_default_store()
     wait = timeout if timeout is not None else store.timeout
-    nonce = dist.distributed_c10d._world.group_count
     me = dist.get_rank()
     unique = list({id(pg): (label, pg) for label, pg in candidates}.values())
-    prefix = {id(pg): f"rank_layout/relayout/keep/{plan.hash:016x}/{nonce}/{pg.group_name}/" for _, pg in unique}
+    prefix = {}
+    for _, pg in unique:
+        check = _CHECKS.get(pg, 0)
+        _CHECKS[pg] = check + 1
+        prefix[id(pg)] = f"rank_layout/relayout/keep/{plan.hash:016x}/{pg.group_name}/{check}/"
     # Every report first, then every read: no member waits for another's
     # report before writing its own.
-    for _, pg in unique:
-        store.set(prefix[id(pg)] + str(me), _report(pg, unfinished))
+    for label, pg in unique:
+        _store(label, pg, wait, store.set, prefix[id(pg)] + str(me), _report(pg, unfinished))
     settled = set()
     for label, pg in unique:
-        ranks = dist.get_process_group_ranks(pg)
-        keys = [prefix[id(pg)] + str(r) for r in ranks]
-        try:
-            store.wait(keys, wait)
-            reports = {v.decode() for v in store.multi_get(keys)}
-        except Exception as e:
-            raise LayoutError(
-                f"{label}: the members of the group the plan keeps (torch ranks {ranks}) did not all say "
-                f"within {wait} how many operations they issued on it: {e}"
-            ) from e
+        keys = [prefix[id(pg)] + str(r) for r in dist.get_process_group_ranks(pg)]
+        _store(label, pg, wait, store.wait, keys, wait)
+        reports = {v.decode() for v in _store(label, pg, wait, store.multi_get, keys)}
         if len(reports) == 1 and next(iter(reports)).isdigit():
             settled.add(id(pg))
     return settled
+
+
+def _store(label: str, pg: Any, wait: timedelta, call: Any, *args: Any) -> Any:
+    """``call(*args)``, a store call of the members' agreement on ``pg``;
+    its failure (a member's report missing after ``wait``, or the store out
+    of reach) as a LayoutError naming ``label`` and the group's torch ranks."""
+    try:
+        return call(*args)
+    except Exception as e:
+        raise LayoutError(
+            f"{label}: the members of the group the plan keeps (torch ranks {dist.get_process_group_ranks(pg)}) "
+            f"did not all say within {wait} how many operations they issued on it: {e}"
+        ) from e
 
 
 def _report(pg: Any, unfinished: set[int]) -> str:
