@@ -154,13 +154,11 @@ def test_kill_inside_a_collective_8_processes(kind: str, tmp_path: Path) -> None
     assert any(r["policies"][p]["unsettled"] for r in results if r["rank"] != 5 for p, _, _, o in POLICIES if not o)
 
 
-def test_kill_inside_a_collective_16_processes(tmp_path: Path) -> None:
-    """tp 2, cp 2, pp 2, dp 2 (order tp-cp-dp-pp), process 11 killed inside
-    the data-parallel all-reduce. (Each kind is killed inside at 8
-    processes; at 16, killed inside tp, dp and pp alike, the runs made the
-    same kept kinds anew, and each 16-process world costs CI twice an
-    8-process one, mostly importing torch.)"""
-    results = run_case(dict(tp=2, cp=2, pp=2, dp=2, order="tp-cp-dp-pp"), ["tp", "cp", "dp", "pp"], 11, "dp", tmp_path)
+@pytest.mark.parametrize("kind", ["tp", "dp", "pp"])
+def test_kill_inside_a_collective_16_processes(kind: str, tmp_path: Path) -> None:
+    """tp 2, cp 2, pp 2, dp 2 (order tp-cp-dp-pp), process 11 killed."""
+    config = dict(tp=2, cp=2, pp=2, dp=2, order="tp-cp-dp-pp")
+    results = run_case(config, ["tp", "cp", "dp", "pp"], 11, kind, tmp_path)
     assert any(r["policies"][p]["unsettled"] for r in results if r["rank"] != 11 for p, _, _, o in POLICIES if not o)
 
 
