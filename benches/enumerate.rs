@@ -50,7 +50,9 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use rank_layout::{Config, ExpertLayout, Kind, Layout, Mesh, MeshSpec, Modules, Spans, Topology};
+use rank_layout::{
+    Config, ExpertLayout, Kind, Layout, Mesh, MeshSpec, Modules, Topology, modules::Spans,
+};
 
 #[path = "../tests/common/mod.rs"]
 mod common;
@@ -316,7 +318,7 @@ fn modules(c: &mut Criterion) {
     let modules = mimo();
     let world = modules.world_size();
     assert_eq!(world, 131_072);
-    let held = |plans: &[rank_layout::Bridge]| -> usize {
+    let held = |plans: &[rank_layout::modules::Bridge]| -> usize {
         plans
             .iter()
             .map(|p| {
@@ -348,7 +350,7 @@ fn modules(c: &mut Criterion) {
         .edges()
         .map(|(s, d)| (s.to_owned(), d.to_owned()))
         .collect();
-    let kinds: Vec<(&str, &str, rank_layout::BridgeKind)> = edges
+    let kinds: Vec<(&str, &str, rank_layout::modules::BridgeKind)> = edges
         .iter()
         .flat_map(|(s, d)| {
             modules

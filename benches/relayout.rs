@@ -4,6 +4,9 @@
 //!
 //! - `relayout/<policy>/131072`: the whole plan (rank map, the default
 //!   kinds' changes, cost and hash) under each policy;
+//! - `relayout/drop-replica-two-lanes/131072`: drop-replica after ranks
+//!   70,000-70,007 and 12,345 fail (replicas 279 and 771, in two expert
+//!   data-parallel lanes of 4 replicas), asserted to create nothing;
 //! - `relayout/groups-baseline/131072`: listing the old and new layouts'
 //!   groups of the same kinds into tables once, the least any tool that
 //!   rebuilds every group from a rank list must do, for scale.
@@ -79,6 +82,21 @@ fn relayouts(c: &mut Criterion) {
             b.iter(|| relayout(black_box(&layout), &failure, policy, &options).map(|p| p.hash()))
         });
     }
+    let two_lanes = Failure::new(8, (70_000..70_008).chain([12_345]));
+    g.bench_function("drop-replica-two-lanes/131072", |b| {
+        b.iter(|| {
+            let plan = relayout(
+                black_box(&layout),
+                &two_lanes,
+                Policy::DropReplica,
+                &options,
+            )
+            .expect("a plan");
+            // Whole expert data-parallel lanes dropped: nothing created.
+            assert_eq!(plan.cost().new_communicators, 0);
+            plan.hash()
+        })
+    });
     let kinds = default_kinds(&layout);
     let smaller = relayout(&layout, &failure, Policy::DropReplica, &options)
         .expect("a plan")
@@ -109,10 +127,18 @@ fn relayouts(c: &mut Criterion) {
         .collect();
     let all = NOW.load(Ordering::Relaxed) - before;
     drop(tables);
-    for policy in Policy::ALL {
+    let plans = Policy::ALL
+        .into_iter()
+        .map(|p| (p.to_string(), p, &failure))
+        .chain([(
+            "drop-replica-two-lanes".to_string(),
+            Policy::DropReplica,
+            &two_lanes,
+        )]);
+    for (name, policy, failure) in plans {
         let before = NOW.load(Ordering::Relaxed);
         PEAK.store(before, Ordering::Relaxed);
-        let plan = relayout(&layout, &failure, policy, &options).expect("a plan");
+        let plan = relayout(&layout, failure, policy, &options).expect("a plan");
         let peak = PEAK.load(Ordering::Relaxed) - before;
         let kept = NOW.load(Ordering::Relaxed) - before;
         let changed: usize = plan
@@ -121,8 +147,9 @@ fn relayouts(c: &mut Criterion) {
             .map(|c| c.new.len() + c.gone.len() + c.shrunk.len())
             .sum();
         println!(
-            "relayout/{policy}: {} new communicators, {changed} groups changed; peak {:.1} MB, the plan keeps {:.2} MB (rank map {:.2} MB); every group of the {} kinds as tables: {:.1} MB",
+            "relayout/{name}: {} new communicators, {} moved, {changed} groups changed; peak {:.1} MB, the plan keeps {:.2} MB (rank map {:.2} MB); every group of the {} kinds as tables: {:.1} MB",
             plan.cost().new_communicators,
+            plan.cost().moved,
             peak as f64 / 1e6,
             kept as f64 / 1e6,
             (plan.rank_map().len() as usize * 8) as f64 / 1e6,

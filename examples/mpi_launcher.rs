@@ -26,9 +26,9 @@
 use std::process::ExitCode;
 
 use rank_layout::mpi::SimpleCommunicator;
+use rank_layout::mpi::prelude::*;
 use rank_layout::mpi::rsmpi::collective::SystemOperation;
-use rank_layout::mpi::traits::*;
-use rank_layout::{Config, Layout};
+use rank_layout::*;
 
 /// The exit status of a bad layout or a layout that does not fit.
 const BAD_INPUT: u8 = 2;

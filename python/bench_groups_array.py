@@ -11,7 +11,11 @@ pp=16, dp=512, order tp-cp-ep-dp-pp), side by side in one run:
   which copies; ``embd``/``pos-embd`` take the first (and last) column of
   the pp groups. Same ``uint32`` dtype, same contents (checked first).
 
-Each figure is the median of ``--repeat`` calls. Run::
+Each figure is the median of ``--repeat`` calls. With every array kept
+(fresh memory for each call), rank-layout's calls, NumPy's and the floor
+(as many bytes of new memory, written once) are timed in turns, round
+after round, so that a change in a shared machine's load meets them alike;
+their ratios are the figures to read there. Run::
 
     python python/bench_groups_array.py [--tp 8 --cp 2 --ep 8 --pp 16 --dp 512] [--repeat 50]
 """
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import mmap
+import os
 import platform
 import statistics
 import time
@@ -72,17 +77,24 @@ def median_ns(call: Callable[[], object], repeat: int) -> float:
     return statistics.median(times)
 
 
-def median_ns_kept(call: Callable[[], object], repeat: int) -> float:
-    """Like median_ns, but every result is kept until the end, so each call
-    gets fresh memory and pays its first-touch page faults."""
-    kept = [call()]
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter_ns()
-        kept.append(call())
-        times.append(time.perf_counter_ns() - t)
+def median_ns_turns(calls: dict[str, Callable[[], object]], repeat: int, keep: bool) -> dict[str, float]:
+    """Like median_ns, for each of ``calls``, the calls taking turns in an
+    order that rotates every round; with ``keep``, every result is kept
+    until the end, so each call gets fresh memory and pays its first-touch
+    page faults."""
+    names = list(calls)
+    kept = [call() for call in calls.values()]
+    times: dict[str, list[int]] = {name: [] for name in names}
+    for i in range(repeat):
+        for name in names[i % len(names):] + names[: i % len(names)]:
+            t = time.perf_counter_ns()
+            got = calls[name]()
+            times[name].append(time.perf_counter_ns() - t)
+            if keep:
+                kept.append(got)
+            del got
     del kept
-    return statistics.median(times)
+    return {name: statistics.median(ts) for name, ts in times.items()}
 
 
 def main() -> None:
@@ -101,7 +113,7 @@ def main() -> None:
     setup_numpy = time.perf_counter_ns() - t
 
     print(f"{layout!r}: {layout.world_size:,} ranks, {len(layout.kinds)} kinds")
-    print(f"machine: {platform.machine()}, {platform.processor() or platform.platform()}; "
+    print(f"machine: {cpu_model()}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}; "
           f"Python {platform.python_version()}, NumPy {np.__version__}; median of {args.repeat}")
     for kind in layout.kinds:
         ours, theirs = layout.groups_array(kind), mesh.groups(kind)
@@ -120,29 +132,58 @@ def main() -> None:
           f"{total_numpy / total_ours:>9.1f}x")
     print(f"{'(setup, once)':<14}{'':>14}{setup_ours / 1e3:>11.1f} us{setup_numpy / 1e3:>9.1f} us")
 
+    # One kind's array against the least a new array of as many values
+    # costs: np.arange, in turns (arrays dropped, as in the table).
+    kind = layout.kinds[0]
+    count = layout.groups_array(kind).size
+    one = median_ns_turns(
+        {
+            f"groups_array({kind!r})": lambda: layout.groups_array(kind),
+            f"np.arange({count:,}, dtype=uint32)": lambda: np.arange(count, dtype=np.uint32),
+        },
+        args.repeat,
+        keep=False,
+    )
+    (ours_name, ours), (arange_name, arange) = one.items()
+    print(f"one kind, in turns: {ours_name} {ours / 1e3:.1f} us, {arange_name} {arange / 1e3:.1f} us "
+          f"({ours / arange:.2f}x)")
+
     # Every kind at once with every array kept alive (what a launcher does):
     # fresh memory for each array, so first-touch page faults count.
     arrays = layout.groups_arrays()
     for kind in layout.kinds:
         assert np.array_equal(arrays[kind], mesh.groups(kind)), kind
-    one = median_ns_kept(lambda: layout.groups_arrays(), args.repeat)
-    each = median_ns_kept(lambda: [layout.groups_array(kind) for kind in layout.kinds], args.repeat)
-    theirs = median_ns_kept(lambda: [mesh.groups(kind) for kind in layout.kinds], args.repeat)
-    print("every kind, all arrays kept:")
-    print(f"  groups_arrays() (one allocation)  {one / 1e3:>9.1f} us  {theirs / one:>5.1f}x NumPy")
-    print(f"  groups_array(kind) per kind       {each / 1e3:>9.1f} us  {theirs / each:>5.1f}x NumPy")
-    print(f"  NumPy transpose per kind          {theirs / 1e3:>9.1f} us")
-
     # The floor of any answer in fresh memory: as many bytes as the arrays
     # hold, mapped and written once (4 KiB pages; pre-faulted by the kernel
     # with MAP_POPULATE; 2 MiB pages asked for with MADV_HUGEPAGE).
     size = sum(a.nbytes for a in arrays.values())
-    print(f"fresh memory alone, {size / 2**20:.1f} MiB mapped and written, kept:")
-    for name, populate, huge in (("4 KiB pages", False, False),
-                                 ("MAP_POPULATE", True, False),
-                                 ("MADV_HUGEPAGE", False, True)):
-        floor = median_ns_kept(lambda: fresh(size, populate, huge), args.repeat)
-        print(f"  {name:<32}{floor / 1e3:>9.1f} us  {theirs / floor:>5.1f}x NumPy")
+    floors = {"4 KiB pages": (False, False), "MAP_POPULATE": (True, False), "MADV_HUGEPAGE": (False, True)}
+    got = median_ns_turns(
+        {
+            "groups_arrays() (one allocation)": lambda: layout.groups_arrays(),
+            "groups_array(kind) per kind": lambda: [layout.groups_array(kind) for kind in layout.kinds],
+            "NumPy transpose per kind": lambda: [mesh.groups(kind) for kind in layout.kinds],
+            **{name: (lambda p=p, h=h: fresh(size, p, h)) for name, (p, h) in floors.items()},
+        },
+        args.repeat,
+        keep=True,
+    )
+    theirs, floor = got["NumPy transpose per kind"], got["4 KiB pages"]
+    print(f"every kind, all arrays kept, timed in turns ({size / 2**20:.1f} MiB each):")
+    print(f"  {'':<34}{'':>9}     {'NumPy / it':>10}  {'it / floor':>10}")
+    for name, ns in got.items():
+        if name in floors:
+            name = f"fresh memory alone, {name}"
+        print(f"  {name:<34}{ns / 1e3:>9.1f} us  {theirs / ns:>9.2f}x  {ns / floor:>9.2f}x")
+
+
+def cpu_model() -> str:
+    """The processor's name (``/proc/cpuinfo``), or the platform's."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        return platform.processor() or platform.machine()
 
 
 def fresh(size: int, populate: bool, huge: bool) -> object:

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import signal
 import statistics
@@ -226,7 +227,8 @@ def main() -> None:
         titan = ""
     gtp = f", gtp_remat {args.gtp_remat}" if args.gtp_remat > 1 else ""
     print(f"torch {torch.__version__}, megatron-core {megatron.core.__version__}{titan}, "
-          f"Python {platform.python_version()}, {platform.machine()}; layout tp 8, pp 8, cp 2, ep 8{gtp}; "
+          f"Python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} cores, load average "
+          f"{os.getloadavg()[0]:.2f}; layout tp 8, pp 8, cp 2, ep 8{gtp}; "
           f"fake backend, one rank; fastest of {args.runs} processes")
     print()
     print("| W | set-up | seconds | new_group calls | rank-layout's speed-up |")

@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
-# CI of the Python package: build it with maturin and run its pytest suite,
-# the 8- and 16-process torch.distributed (gloo) tests and the placed
-# launches (mpirun, torchrun, network namespaces) included, against
-# megatron-core 0.16.1 (Python 3.11), then the megatron-core tests again
-# against 0.19.2 (Python 3.12) in a second environment.
+# CI of the Python package: build its wheel once with maturin (abi3: one
+# wheel for every CPython >= 3.9), install it in two environments and run
+# the pytest suite, the 8- and 16-process torch.distributed (gloo) tests and
+# the placed launches (mpirun, torchrun, network namespaces) included,
+# against megatron-core 0.16.1 (Python 3.11), then the megatron-core tests
+# again against 0.19.2 (Python 3.12). pytest runs two workers (pytest-xdist)
+# and prints the 25 slowest tests.
+#
+#   python/ci.sh             everything: environments, wheel, tests
+#   python/ci.sh setup       the two environments only (.ci/run starts this
+#                            first, beside the compilations)
+#   python/ci.sh test WHEEL  install WHEEL in both environments, run the tests
 #
 # The virtual environment lives outside the clone, in
 # "${XDG_CACHE_HOME:-$HOME/.cache}/rank-layout/venv" (override: RANK_LAYOUT_VENV):
@@ -25,7 +32,7 @@ PYTHON="${PYTHON:-python3}"
 VENV="${RANK_LAYOUT_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/rank-layout/venv}"
 PY="$VENV/bin/python"
 export PYTHONDONTWRITEBYTECODE=1 PIP_DISABLE_PIP_VERSION_CHECK=1
-# maturin's build backend runs the `maturin` program: the venv's bin goes first.
+# maturin and the test tools are the venv's: its bin goes first.
 export PATH="$VENV/bin:$PATH"
 
 # step NAME COMMAND...: runs COMMAND under a heading, then prints its time.
@@ -62,10 +69,12 @@ make_venv() {
 
 install_tools() {
   local module missing=()
-  for module in maturin pytest numpy torch mypy; do
+  for module in maturin pytest xdist numpy torch mypy; do
     if ! "$PY" -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('$module') is None)"; then
       case $module in
         maturin) missing+=("maturin>=1.9.4,<2") ;;
+        # pytest-xdist: the tests run in two workers (worksteal needs 3.2).
+        xdist) missing+=("pytest-xdist>=3.2") ;;
         # mypy: its stubtest checks _native.pyi (python/tests/test_stubs.py);
         # 1.18 has the --ignore-disjoint-bases the test passes.
         mypy) missing+=("mypy>=1.18") ;;
@@ -153,15 +162,26 @@ install_launchers() {
   ip -V 2>/dev/null || true
 }
 
-# --no-build-isolation: build with the venv's maturin rather than download
-# one into a throw-away environment on every run. A release build.
-build() {
-  "$PY" -m pip install --quiet --no-build-isolation ./python
+# The wheel, built once with the venv's maturin (a release build, in the
+# workspace's target directory), into target/ci-wheel; its path on stdout.
+build_wheel() {
+  rm -rf target/ci-wheel
+  maturin build --quiet --release -m python/Cargo.toml --out target/ci-wheel >&2
+  ls target/ci-wheel/rank_layout-*.whl
 }
 
-# CI=true: the megatron-core tests fail, rather than skip, without it.
+# install PYTHON WHEEL: the wheel in place of whatever version is there
+# (its one dependency, NumPy, is in the environment).
+install() {
+  "$1" -m pip install --quiet --no-deps --force-reinstall "$2"
+}
+
+# The tests in two workers (-n 2, each test handed to the first idle
+# worker); CI=true: the megatron-core tests fail, rather than skip, without
+# it.
+PYTEST=(-p no:cacheprovider -q -rs --durations=25 -n 2 --dist worksteal)
 run_tests() {
-  RANK_LAYOUT_MEGATRON_CORE=$MEGATRON_CORE CI="${CI:-true}" "$PY" -m pytest -p no:cacheprovider -q -rs python/tests
+  RANK_LAYOUT_MEGATRON_CORE=$MEGATRON_CORE CI="${CI:-true}" "$PY" -m pytest "${PYTEST[@]}" python/tests
 }
 
 # The second environment: megatron-core 0.19.2 (Python >= 3.12, which the CI
@@ -178,6 +198,9 @@ MEGATRON_CORE_TESTS=(
   python/tests/test_megatron_core_step.py
   python/tests/test_core_rank_generator.py
   python/tests/test_megatron_relayout.py
+  python/tests/test_inference_shards_megatron_core.py
+  python/tests/test_reshard_megatron_core.py
+  python/tests/test_pg_collection.py
 )
 
 python312() {
@@ -211,40 +234,59 @@ make_venv_new() {
 import importlib.metadata as m, importlib.util, sys
 try:
     ok = m.version("megatron-core") == sys.argv[1] and all(
-        importlib.util.find_spec(x) is not None for x in ("einops", "torch", "numpy", "pytest", "maturin"))
+        importlib.util.find_spec(x) is not None for x in ("einops", "torch", "numpy", "pytest", "xdist"))
 except m.PackageNotFoundError:
     ok = False
 sys.exit(0 if ok else 1)
 PYEOF
   then
-    echo "installing from PyPI: maturin pytest numpy torch megatron-core==$MEGATRON_CORE_NEW einops"
-    "$PY_NEW" -m pip install --quiet "maturin>=1.9.4,<2" pytest numpy torch "megatron-core==$MEGATRON_CORE_NEW" einops
+    echo "installing from PyPI: pytest pytest-xdist numpy torch megatron-core==$MEGATRON_CORE_NEW einops"
+    "$PY_NEW" -m pip install --quiet pytest "pytest-xdist>=3.2" numpy torch "megatron-core==$MEGATRON_CORE_NEW" einops
   fi
   "$PY_NEW" -W ignore -c "import megatron.core, torch; print('megatron-core', megatron.core.__version__, '| torch', torch.__version__)"
 }
 
-build_new() {
-  PATH="$VENV_NEW/bin:$PATH" "$PY_NEW" -m pip install --quiet --no-build-isolation ./python
-}
-
 run_tests_new() {
-  RANK_LAYOUT_MEGATRON_CORE=$MEGATRON_CORE_NEW CI="${CI:-true}" "$PY_NEW" -m pytest -p no:cacheprovider -q -rs \
+  RANK_LAYOUT_MEGATRON_CORE=$MEGATRON_CORE_NEW CI="${CI:-true}" "$PY_NEW" -m pytest "${PYTEST[@]}" \
     "${MEGATRON_CORE_TESTS[@]}"
 }
 
 # One thread per process: the gloo tests run 16 processes on few cores.
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 
+setup() {
+  step "virtual environment" make_venv
+  step "maturin, pytest, pytest-xdist, numpy, torch, mypy (installed when missing)" install_tools
+  step "megatron-core $MEGATRON_CORE, einops (installed when missing)" install_megatron_core
+  step "torchtitan $TORCHTITAN (installed when missing)" install_torchtitan
+  step "nvidia-resiliency-ext $NVRX (installed when missing)" install_nvrx
+  step "Open MPI and iproute2 for the placed launches (installed when missing)" install_launchers
+  step "Python 3.12 environment, megatron-core $MEGATRON_CORE_NEW (installed when missing)" make_venv_new
+}
+
+run_all_tests() {
+  local wheel=$1
+  step "install $(basename "$wheel") (Python 3.11)" install "$PY" "$wheel"
+  step "install $(basename "$wheel") (Python 3.12)" install "$PY_NEW" "$wheel"
+  step "pytest python/tests (megatron-core $MEGATRON_CORE)" run_tests
+  step "pytest: the megatron-core tests against $MEGATRON_CORE_NEW" run_tests_new
+}
+
 start=$SECONDS
-step "virtual environment" make_venv
-step "maturin, pytest, numpy, torch, mypy (installed when missing)" install_tools
-step "megatron-core $MEGATRON_CORE, einops (installed when missing)" install_megatron_core
-step "torchtitan $TORCHTITAN (installed when missing)" install_torchtitan
-step "nvidia-resiliency-ext $NVRX (installed when missing)" install_nvrx
-step "Open MPI and iproute2 for the placed launches (installed when missing)" install_launchers
-step "pip install ./python" build
-step "pytest python/tests (megatron-core $MEGATRON_CORE)" run_tests
-step "Python 3.12 environment, megatron-core $MEGATRON_CORE_NEW (installed when missing)" make_venv_new
-step "pip install ./python (Python 3.12)" build_new
-step "pytest: the megatron-core tests against $MEGATRON_CORE_NEW" run_tests_new
-echo "== python: all passed in $((SECONDS - start)) s"
+case "${1:-all}" in
+  setup) setup ;;
+  test)
+    [ $# -eq 2 ] && [ -f "$2" ] || { echo "usage: python/ci.sh test WHEEL" >&2; exit 2; }
+    run_all_tests "$2"
+    ;;
+  all)
+    setup
+    t=$SECONDS
+    echo "== python: maturin build (the abi3 wheel, once)"
+    wheel=$(build_wheel)
+    echo "-- python: maturin build (the abi3 wheel, once): $((SECONDS - t)) s"
+    run_all_tests "$wheel"
+    ;;
+  *) echo "usage: python/ci.sh [setup | test WHEEL]" >&2; exit 2 ;;
+esac
+echo "== python: ${1:-all} passed in $((SECONDS - start)) s"

@@ -664,6 +664,189 @@ pub enum Error {
         /// What the parser said.
         message: String,
     },
+
+    /// A tensor's dim of size 0.
+    #[error("tensor {tensor}: dim {dim} has size 0 (every dim must be at least 1)")]
+    ZeroTensorDim {
+        /// The tensor's name.
+        tensor: String,
+        /// The dim.
+        dim: usize,
+    },
+
+    /// A tensor's description that cannot hold (a dim index past its
+    /// shape, two splits of one dim, too many dims, ...).
+    #[error("tensor {tensor}: {problem}")]
+    BadTensor {
+        /// The tensor's name.
+        tensor: String,
+        /// What is wrong, naming the values.
+        problem: String,
+    },
+
+    /// A tensor's dim that a side cannot cut into equal pieces.
+    #[error(
+        "tensor {tensor}: dim {dim} ({size}) is not divisible by {divisor} ({what}) on the {side} side"
+    )]
+    TensorNotDivisible {
+        /// The tensor's name.
+        tensor: String,
+        /// The dim.
+        dim: usize,
+        /// The length cut (the dim, a block of it, or a rank's part).
+        size: u64,
+        /// The number of pieces.
+        divisor: u64,
+        /// What cuts it (`tp 4`, `tp 4 x stride 2`, `gtp_remat 2`, ...).
+        what: String,
+        /// `from` or `to`.
+        side: &'static str,
+    },
+
+    /// A tensor's layer past the model's layers.
+    #[error("tensor {tensor}: layer {layer} is out of range (the model has {num_layers} layers)")]
+    LayerOutOfRange {
+        /// The tensor's name.
+        tensor: String,
+        /// The layer.
+        layer: u64,
+        /// The model's layers.
+        num_layers: u32,
+    },
+
+    /// A tensor's expert past the model's experts.
+    #[error(
+        "tensor {tensor}: expert {expert} is out of range (the model has {num_experts} experts)"
+    )]
+    ExpertOutOfRange {
+        /// The tensor's name.
+        tensor: String,
+        /// The expert.
+        expert: u64,
+        /// The model's experts.
+        num_experts: u32,
+    },
+
+    /// The layers cannot be placed on a side's pipeline stages as asked.
+    #[error("{problem}{}", if side.is_empty() { String::new() } else { format!(" on the {side} side") })]
+    LayerSplit {
+        /// `from` or `to` (empty: no side named).
+        side: &'static str,
+        /// What is wrong, naming the values (`num_layers (10) is not
+        /// divisible by pp = 4 for the even split`).
+        problem: String,
+    },
+
+    /// A layout a reshard cannot use.
+    #[error("the {side} layout: {problem}")]
+    ReshardLayout {
+        /// `from` or `to`.
+        side: &'static str,
+        /// Why.
+        problem: String,
+    },
+
+    /// A process in neither side of a reshard.
+    #[error("process {process} is in neither layout (from: {from}; to: {to})")]
+    NotInReshard {
+        /// The process (rank) asked about.
+        process: u64,
+        /// The `from` side's processes, as text.
+        from: String,
+        /// The `to` side's processes, as text.
+        to: String,
+    },
+
+    /// A source shard every holder of which is dead.
+    #[error("tensor {tensor}: no surviving process holds its source shard {shard}")]
+    NoSurvivingHolder {
+        /// The tensor's name.
+        tensor: String,
+        /// The shard (`tp 1, pp 0`).
+        shard: String,
+    },
+
+    /// A process's buffers or communicator do not fit its part of a
+    /// reshard plan (the MPI executor, `mpi::reshard_buffers`).
+    #[error("process {process}: {problem}")]
+    ReshardBuffers {
+        /// The process at fault.
+        process: u64,
+        /// What does not fit.
+        problem: String,
+    },
+
+    /// The two sides of a reshard describe different models.
+    #[error("{what} differs between the sides: {from} (from) and {to} (to)")]
+    ModelMismatch {
+        /// What differs (`tensor embedding.word_embeddings.weight's shape`).
+        what: String,
+        /// The `from` side's value.
+        from: String,
+        /// The `to` side's value.
+        to: String,
+    },
+
+    /// A tensors file that does not read.
+    #[error("invalid tensors file: {message}")]
+    BadTensorsFile {
+        /// What is wrong, naming the key or the tensor.
+        message: String,
+    },
+
+    /// A model argument missing or of the wrong value.
+    #[error("model argument {name}: {problem}")]
+    ModelArgument {
+        /// The argument (`num_layers`).
+        name: &'static str,
+        /// What is wrong.
+        problem: String,
+    },
+    /// An inference shard (`--inference-shards`) that Megatron-Core 0.19
+    /// refuses: its number among the shards, from 0, and why.
+    #[error("inference shard {shard}: {problem}")]
+    InferenceShard {
+        /// The shard's number, from 0 (empty pieces of the text are not
+        /// shards).
+        shard: usize,
+        /// What is wrong with it.
+        problem: ShardProblem,
+    },
+
+    /// An `--inference-shards` text with no shard in it.
+    #[error(
+        "--inference-shards names no shard (write key=value entries, shards separated by + or ;)"
+    )]
+    NoInferenceShards,
+
+    /// Inference shards that do not partition the world exactly.
+    #[error(
+        "the inference shards hold {} ranks, but the world has {world_size}: they must partition it exactly",
+        sum_ranks(.shard_ranks)
+    )]
+    InferenceShardsWorld {
+        /// Each shard's ranks, `tp * pp * dp`.
+        shard_ranks: Vec<u128>,
+        /// The world size.
+        world_size: u32,
+    },
+
+    /// Megatron-LM arguments with `--inference-shards`, asked for one
+    /// configuration: the shards are layouts of their own.
+    #[error(
+        "--inference-shards partitions the world into inference shards, each a layout of its own: read them as shards (MegatronArgs::inference_shards; Python: InferenceShards.from_megatron_args), not as one configuration"
+    )]
+    InferenceShardsNotOneLayout,
+}
+
+/// The ranks of the shards: `4`, or each shard's and their sum, `2 + 2 = 4`.
+fn sum_ranks(ranks: &[u128]) -> String {
+    let total: u128 = ranks.iter().sum();
+    if ranks.len() < 2 {
+        return total.to_string();
+    }
+    let each: Vec<String> = ranks.iter().map(u128::to_string).collect();
+    format!("{} = {total}", each.join(" + "))
 }
 
 /// The crate's `Result`.
@@ -697,5 +880,113 @@ impl std::fmt::Display for DistOptProblem {
                 "the dp-cp-inter groups would not be the strided slices of the dp-cp groups"
             }
         })
+    }
+}
+
+/// Why Megatron-Core refuses an inference shard (see
+/// [`Error::InferenceShard`]). The text read is quoted as written.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ShardProblem {
+    /// An entry without `=`.
+    NotKeyValue {
+        /// The entry, stripped.
+        entry: String,
+    },
+    /// A key other than `tp`, `pp`, `ep`, `expt_tp`, `dp`, `cp`, `role`.
+    UnknownKey {
+        /// The key, stripped.
+        key: String,
+    },
+    /// A role other than `prefill` or `decode` (in any case).
+    UnknownRole {
+        /// The role as written.
+        role: String,
+    },
+    /// A size that Python's `int()` does not read.
+    NotAnInteger {
+        /// The key.
+        key: &'static str,
+        /// The value as written.
+        value: String,
+    },
+    /// A size below 1 or beyond 4294967295.
+    OutOfRange {
+        /// The key.
+        key: &'static str,
+        /// The value as written.
+        value: String,
+    },
+    /// `cp` other than 1: inference shards have no context parallelism.
+    ContextParallel {
+        /// The value as written.
+        cp: String,
+    },
+    /// `expt_tp * ep * pp` does not divide the shard's `tp * pp * dp` ranks.
+    ExpertGrid {
+        /// The shard's ranks.
+        ranks: u128,
+        /// Its expert tensor-parallel size.
+        expt_tp: u32,
+        /// Its expert-parallel size.
+        ep: u32,
+        /// Its pipeline-parallel size.
+        pp: u32,
+    },
+    /// With the tp-pp-dp mapping, the expert grid's pipelines differ from
+    /// the decoder grid's: their strides `expt_tp * ep` and `tp` differ
+    /// while `pp > 1`.
+    Pipelines {
+        /// The decoder's tensor-parallel size (its pp stride).
+        tp: u32,
+        /// The expert tensor-parallel size.
+        expt_tp: u32,
+        /// The expert-parallel size.
+        ep: u32,
+        /// The pipeline-parallel size.
+        pp: u32,
+    },
+}
+
+impl std::fmt::Display for ShardProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ShardProblem::NotKeyValue { entry } => write!(f, "entry {entry:?} is not key=value"),
+            ShardProblem::UnknownKey { key } => write!(
+                f,
+                "unknown key {key:?} (expected tp, pp, ep, expt_tp, dp, cp or role)"
+            ),
+            ShardProblem::UnknownRole { role } => {
+                write!(f, "unknown role {role:?} (expected prefill or decode)")
+            }
+            ShardProblem::NotAnInteger { key, value } => {
+                write!(f, "{key} = {value:?} is not an integer")
+            }
+            ShardProblem::OutOfRange { key, value } => {
+                write!(f, "{key} = {value} is not a size from 1 to 4294967295")
+            }
+            ShardProblem::ContextParallel { cp } => write!(
+                f,
+                "cp = {cp}, but inference shards have no context parallelism (cp must be 1)"
+            ),
+            ShardProblem::ExpertGrid {
+                ranks,
+                expt_tp,
+                ep,
+                pp,
+            } => write!(
+                f,
+                "expt_tp*ep*pp = {expt_tp}*{ep}*{pp} does not divide its tp*pp*dp = {ranks} ranks (the expert grid must tile the shard)"
+            ),
+            ShardProblem::Pipelines {
+                tp,
+                expt_tp,
+                ep,
+                pp,
+            } => write!(
+                f,
+                "with --use-tp-pp-dp-mapping its expert grid's pipelines (stride expt_tp*ep = {expt_tp}*{ep}) differ from its decoder grid's (stride tp = {tp}) when pp = {pp} > 1: make expt_tp*ep equal tp"
+            ),
+        }
     }
 }

@@ -48,6 +48,11 @@
 //!   joined by the edges of a graph, with every edge's bridge plan built by
 //!   coordinates ([`Modules`], semantics section 9).
 //!
+//! - **Reshard**: a model's tensors moved from one layout to another (an
+//!   RL refit, a KV handoff, the state after a re-layout), planned per
+//!   process from coordinates, each piece from a holder near its
+//!   destination ([`reshard`], semantics section 12).
+//!
 //! [`semantics`] is the behaviour contract: what every layout and kind
 //! means, the group and member order, and every choice made where
 //! Megatron-LM is silent or wrong. [`megatron`] reads Megatron-LM's
@@ -62,8 +67,8 @@
 //! in [`mesh`] (selections, specifications, coordinates, torchtitan's
 //! meshes) and [`modules`] (bridges, roles, edges, specifications);
 //! Megatron-LM's vocabulary in [`megatron`], MPI communicators in `mpi`.
-//! The 1.0 root paths of the mesh and modules types still compile until
-//! 2.0 (CHANGELOG.md).
+//! The 1.0 root paths of the mesh types still compile until 2.0
+//! (CHANGELOG.md).
 //!
 //! # Which per-rank call to use when
 //!
@@ -89,11 +94,14 @@
 //!
 //! # Features
 //!
-//! None is on by default: the library alone depends on `thiserror` and
-//! `arrayvec`.
+//! None is on by default: the library alone depends on `thiserror`,
+//! `arrayvec` and `fnv`. The docs on docs.rs are built with `serde` and mark
+//! the items a feature gates.
 //!
-//! - `serde`: `Serialize`/`Deserialize` for [`Config`], [`Order`], [`Kind`]
-//!   and [`Layout`] (deserializing a layout re-validates it).
+//! - `serde` (with `serde_json`): `Serialize`/`Deserialize` for [`Config`],
+//!   [`Order`], [`Kind`] and [`Layout`] (deserializing a layout re-validates
+//!   it), modules files ([`modules::ModulesSpec`]), and the reader of
+//!   `kubectl get nodes -o json` (`machine::Hosts::parse_kubectl_nodes`).
 //! - `mpi`: build real communicators with `MPI_Comm_split`
 //!   (`Layout::communicators`; needs an MPI library such as Open MPI). The
 //!   module `mpi` re-exports, by name, the rsmpi types its API uses.
@@ -107,6 +115,8 @@
 //! Group sizes are `usize`, like every length; ranks, colors and keys are
 //! `u32`. Rank ranges in messages are written `first..last`, both included.
 #![forbid(unsafe_code)]
+// docs.rs (Cargo.toml's `--cfg docsrs`): each item a feature gates says so.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod axis;
 mod config;
@@ -127,6 +137,7 @@ pub mod mpi;
 mod order;
 mod plan;
 pub mod relayout;
+pub mod reshard;
 mod segment;
 pub mod semantics;
 #[cfg(feature = "serde")]
@@ -150,17 +161,14 @@ pub use layout_shape::LayoutShape;
 pub use mesh::Mesh;
 pub use modules::Modules;
 
-// The paths of 1.0: every mesh and modules type at the root. They stay
-// until 2.0 (hiding them from the docs would be a breaking change to
-// `cargo semver-checks`); their home is `mesh::` and `modules::`. (Rust
-// cannot mark a re-export deprecated: rust-lang/rust#30827.)
+// The paths of 1.0.0 (c190071): the mesh types at the root. They stay until
+// 2.0 (hiding them from the docs would be a breaking change to `cargo
+// semver-checks`); their home is `mesh::`. (Rust cannot mark a re-export
+// deprecated: rust-lang/rust#30827.) The modules types came in 1.1, in
+// `modules::` only.
 pub use mesh::{
     FlattenSpec, MeshCoord, MeshSpec, MeshSplits, MeshSplitsIter, Selection, ViewSpec,
     torchtitan_mesh,
-};
-pub use modules::{
-    Bridge, BridgeKind, BridgeRole, ColocatedMode, ColocatedPlan, Direction, EdgeInfo, EdgeSpec,
-    GroupList, ModuleSpec, ModulesSpec, Spans,
 };
 pub use order::Order;
 pub use plan::groups::Groups;

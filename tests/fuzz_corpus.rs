@@ -57,8 +57,18 @@ fn corpus_megatron_args() {
 }
 
 #[test]
+fn corpus_inference_shards() {
+    replay(CORPUS, "inference_shards", entries::inference_shards);
+}
+
+#[test]
 fn corpus_modules_file() {
     replay(CORPUS, "modules_file", entries::modules_file);
+}
+
+#[test]
+fn corpus_host_table() {
+    replay(CORPUS, "host_table", entries::host_table);
 }
 
 #[test]
@@ -89,6 +99,11 @@ fn corpus_slurm_topology_addr() {
 #[test]
 fn corpus_kubectl_nodes() {
     replay(CORPUS, "kubectl_nodes", entries::kubectl_nodes);
+}
+
+#[test]
+fn corpus_reshard_tensors() {
+    replay(CORPUS, "reshard_tensors", entries::reshard_tensors);
 }
 
 // Regression tests: one per bug the fuzzers found, with the minimized input.

@@ -4,14 +4,20 @@
 //! topology.conf(5) and topology.yaml(5) examples, `scontrol show topology`
 //! lines in the form Slurm's topology plugins print, `SLURM_TOPOLOGY_ADDR`
 //! as srun(1) describes it, `nvidia-smi -q` of GB200 hosts with the
-//! `Fabric` block, and `kubectl get nodes -o json`.
+//! `Fabric` block (and pdsh's `HOST: line` form NVIDIA topograph reads),
+//! `kubectl get nodes -o json` and the JSON table; the readers by format
+//! name with a nodelist, the one GPU-count rule, and the bad input each
+//! refuses (control bytes, numbers that are not, a nodelist the table
+//! lacks, switches that list nothing, placeholder switches).
 // Test code may unwrap, expect, panic and index: the workspace's clippy
 // restriction lints (Cargo.toml) are for the library and the command.
 
 use std::collections::BTreeMap;
 
 use rank_layout::Error;
-use rank_layout::machine::{Host, Hosts, KindGroups, PlaceOptions, place};
+use rank_layout::machine::{
+    Host, Hosts, HostsFormat, HostsReader, KindGroups, PlaceOptions, place,
+};
 
 fn fixture(name: &str) -> String {
     let path = format!("{}/tests/data/hosts/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -394,13 +400,11 @@ fn restrict_to_the_job_nodelist() {
 #[test]
 fn a_read_table_places_a_job() {
     let hosts = Hosts::parse_nvidia_smi(&fixture("nvidia_smi.txt")).unwrap();
-    let tp = KindGroups {
-        name: "tp".to_string(),
-        groups: (0..2).map(|g| (8 * g..8 * g + 8).collect()).collect(),
-    };
+    let tp = KindGroups::new("tp", (0..2).map(|g| (8 * g..8 * g + 8).collect()).collect());
     let plan = place(
         16,
         std::slice::from_ref(&tp),
+        &[],
         &hosts,
         &PlaceOptions::default(),
     )
@@ -412,4 +416,378 @@ fn a_read_table_places_a_job() {
             .all(|&h| hosts.get(h).unwrap().healthy)
     );
     assert!(!plan.node_hosts.contains(&hosts.index_of("gb07").unwrap()));
+}
+
+// Bad input that was taken (issue 28, item 5), and the formats by name.
+
+/// A host name or key with a control byte (NUL, ESC, a carriage return)
+/// would be written as it is into the launcher files: every reader
+/// refuses it, naming the line.
+#[test]
+fn control_bytes_in_names_are_refused_with_the_line() {
+    for (text, line) in [
+        ("a r0 4\nb\u{0}x r0 4\n", 2),
+        ("a\u{1b}x r0 4\n", 1),
+        ("a r0\u{7f} 4\n", 1),
+    ] {
+        let (got, _, problem) = refused(Hosts::parse_plain(text));
+        assert_eq!(got, line, "{text:?}");
+        assert!(problem.contains("control characters"), "{problem}");
+    }
+    let (line, value, _) = refused(Hosts::parse_topology_conf(
+        "SwitchName=s0 Nodes=dev[0-1]\nSwitchName=s1 Nodes=dev\u{0}7\n",
+    ));
+    assert_eq!((line, value.as_str()), (2, "dev\u{0}7"));
+    let (line, _, _) = refused(Hosts::parse_slurm_topology_addr(
+        "SLURM_TOPOLOGY_ADDR=s0.s\u{8}1.tux1\n",
+    ));
+    assert_eq!(line, 1);
+    assert!(Hosts::new(vec![Host::new("gb\r01", Some("r0"))]).is_err());
+}
+
+/// `--nodelist` hosts the table lacks are noted by name (they join with an
+/// unknown domain); a nodelist none of whose hosts the table has is an
+/// error (it was taken, and made a hostfile of unknown hosts).
+#[test]
+fn a_nodelist_the_table_lacks_is_noted_or_refused() {
+    let conf = fixture("topology_block.conf");
+    let reader = HostsReader::new(HostsFormat::TopologyConf);
+    let read = reader
+        .clone()
+        .nodelist("node[30-31],spare[1-2]")
+        .read(&conf)
+        .unwrap();
+    assert_eq!(read.hosts.len(), 4);
+    assert_eq!(read.notes.len(), 1);
+    assert!(
+        read.notes[0].contains("2 host(s) not in the host table")
+            && read.notes[0].contains("spare1, spare2"),
+        "{:?}",
+        read.notes
+    );
+    let err = reader.nodelist("gpu[1-4]").read(&conf).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("no host of the nodelist is in the host table"),
+        "{err}"
+    );
+    let cluster = Hosts::parse_topology_conf(&conf).unwrap();
+    let (line, value, _) = refused(cluster.restrict_to("gpu[1-4]"));
+    assert_eq!((line, value.as_str()), (1, "gpu[1-4]"));
+}
+
+/// `scontrol show topology`'s numbers are numbers: `BlockSize=four` was
+/// read as if absent.
+#[test]
+fn scontrol_numbers_that_are_not_numbers_are_refused() {
+    for (text, value) in [
+        (
+            "BlockName=b1 BlockIndex=0 Nodes=gb[01-02] BlockSize=four\n",
+            "BlockSize=four",
+        ),
+        (
+            "BlockName=b1 BlockIndex=x Nodes=gb[01-02] BlockSize=2\n",
+            "BlockIndex=x",
+        ),
+        (
+            "BlockName=b1 BlockIndex=0 Nodes=gb[01-02] BlockSize=0\n",
+            "BlockSize=0",
+        ),
+        (
+            "SwitchName=s0 Level=one LinkSpeed=1 Nodes=dev[0-1]\n",
+            "Level=one",
+        ),
+        (
+            "SwitchName=s0 Level=0 LinkSpeed=-1 Nodes=dev[0-1]\n",
+            "LinkSpeed=-1",
+        ),
+    ] {
+        let (line, got, problem) = refused(Hosts::parse_scontrol_topology(text));
+        assert_eq!((line, got.as_str()), (1, value), "{problem}");
+    }
+    let (_, got, _) = refused(Hosts::parse_topology_conf(
+        "SwitchName=s0 LinkSpeed=fast Nodes=dev[0-1]\n",
+    ));
+    assert_eq!(got, "LinkSpeed=fast");
+}
+
+/// A switch (or block) that lists no node is taken, as Slurm's
+/// topology/tree plugin takes it (an empty leaf switch), with a note
+/// naming it; a topology in which no unit lists a node is refused.
+#[test]
+fn a_switch_without_nodes_is_noted_and_a_topology_without_any_refused() {
+    let (line, _, problem) = refused(Hosts::parse_scontrol_topology("SwitchName=s0\n"));
+    assert_eq!(line, 1);
+    assert!(problem.contains("no switch lists a node"), "{problem}");
+    refused(Hosts::parse_topology_conf("BlockName=b1\nBlockName=b2\n"));
+    let text = "SwitchName=s0 Nodes=dev[0-3]\nSwitchName=s1\nSwitchName=s2 Switches=s[0-1]\n";
+    let read = HostsReader::new(HostsFormat::TopologyConf)
+        .read(text)
+        .unwrap();
+    assert_eq!(read.hosts.len(), 4);
+    assert_eq!(
+        read.notes,
+        ["line 2: switch \"s1\" lists no node and no switch: it holds no host"]
+    );
+    let yaml = "- topology: t\n  tree:\n    switches:\n      - switch: s0\n        nodes: dev[0-1]\n      - switch: s1\n";
+    let read = HostsReader::new(HostsFormat::TopologyYaml)
+        .read(yaml)
+        .unwrap();
+    assert_eq!((read.hosts.len(), read.notes.len()), (2, 1));
+}
+
+/// A switch or block named `unknown` (the place Slurm's tools give nodes
+/// they cannot place) is no NVLink domain: its hosts have an unknown
+/// domain, and a group over two of them crosses.
+#[test]
+// `PlaceOptions` is built field by field, as a `#[non_exhaustive]` struct
+// is outside its crate.
+#[allow(clippy::field_reassign_with_default)]
+fn a_placeholder_switch_is_no_domain() {
+    let text = "SwitchName=s0 Level=0 LinkSpeed=1 Nodes=dev[0-3]\n\
+                SwitchName=unknown Level=0 LinkSpeed=1 Nodes=dev[4-7]\n";
+    let hosts = Hosts::parse_scontrol_topology(text).unwrap();
+    assert_eq!(host(&hosts, "dev0").domain(), Some("s0"));
+    assert_eq!(host(&hosts, "dev5").domain(), None);
+    assert!(host(&hosts, "dev5").keys.is_empty());
+    let conf =
+        Hosts::parse_topology_conf("BlockName=b1 Nodes=gb[1-2]\nBlockName=Unknown Nodes=gb[3-4]\n")
+            .unwrap();
+    assert_eq!(by_domain(&conf).get(&None), Some(&2));
+    let addr = Hosts::parse_slurm_topology_addr("SLURM_TOPOLOGY_ADDR=root.unknown.tux3\n").unwrap();
+    assert_eq!(host(&addr, "tux3").domain(), None);
+    // Placed: a tp group of 2 nodes fits in s0, and one on the
+    // placeholder's hosts crosses (the hosts stand alone).
+    let tp = KindGroups::of_layout(
+        &rank_layout::Layout::new(&rank_layout::Config::new().tp(8).world_size(32)).unwrap(),
+        rank_layout::Kind::TP,
+    )
+    .unwrap();
+    let options = PlaceOptions::default().gpus_per_node(4);
+    let plan = place(32, std::slice::from_ref(&tp), &[], &hosts, &options).unwrap();
+    assert_eq!(plan.crossing(&hosts, &tp).domain_crossing(), 2);
+}
+
+/// NVIDIA topograph's pdsh output of `nvidia-smi -q | grep
+/// "ClusterUUID\|CliqueId" | sort -u` (its test input,
+/// `pkg/providers/infiniband/bm_test.go` before c91d58f, without the node
+/// it drops as ambiguous) reads to topograph's expected domains; so does
+/// pdsh over the full output, and one host's output named by its file.
+#[test]
+fn nvidia_smi_pdsh_lines_and_one_headerless_host() {
+    let pdsh = "node-10:         CliqueId                          : 4000000004\n\
+                node-10:         ClusterUUID                       : 50000000-0000-0000-0000-000000000005\n\
+                node-07:         CliqueId                          : 4000000005\n\
+                node-07:         ClusterUUID                       : 50000000-0000-0000-0000-000000000004\n\
+                node-08:         CliqueId                          : 4000000005\n\
+                node-08:         ClusterUUID                       : 50000000-0000-0000-0000-000000000004\n\
+                node-09:         CliqueId                          : 4000000005\n\
+                node-09:         ClusterUUID                       : 50000000-0000-0000-0000-000000000005\n";
+    let hosts = Hosts::parse_nvidia_smi(pdsh).unwrap();
+    let domains: Vec<(&str, Option<&str>)> = hosts
+        .iter()
+        .map(|h| (h.name.as_str(), h.domain()))
+        .collect();
+    assert_eq!(
+        domains,
+        [
+            (
+                "node-07",
+                Some("50000000-0000-0000-0000-000000000004.4000000005")
+            ),
+            (
+                "node-08",
+                Some("50000000-0000-0000-0000-000000000004.4000000005")
+            ),
+            (
+                "node-09",
+                Some("50000000-0000-0000-0000-000000000005.4000000005")
+            ),
+            (
+                "node-10",
+                Some("50000000-0000-0000-0000-000000000005.4000000004")
+            ),
+        ]
+    );
+    // topograph's ambiguous node: two values of each (one N/A).
+    let ambiguous = "node-11:         CliqueId                          : 4000000003\n\
+                     node-11:         CliqueId                          : N/A\n";
+    let (line, value, problem) = refused(Hosts::parse_nvidia_smi(ambiguous));
+    assert_eq!((line, value.as_str()), (2, "N/A"), "{problem}");
+    // pdsh over the whole output of the sectioned fixture, lines
+    // interleaved host by host, reads as the sections do.
+    let sections = fixture("nvidia_smi.txt");
+    let mut per_host: Vec<(String, Vec<String>)> = Vec::new();
+    for line in sections.lines() {
+        if let Some(path) = line
+            .strip_prefix("==> nvidia-smi/")
+            .and_then(|l| l.strip_suffix(".txt <=="))
+        {
+            per_host.push((path.to_string(), Vec::new()));
+        } else if let Some((_, lines)) = per_host.last_mut() {
+            lines.push(line.to_string());
+        }
+    }
+    let longest = per_host.iter().map(|(_, l)| l.len()).max().unwrap();
+    let mut interleaved = String::new();
+    for i in 0..longest {
+        for (host, lines) in &per_host {
+            if let Some(line) = lines.get(i) {
+                interleaved.push_str(&format!("{host}: {line}\n"));
+            }
+        }
+    }
+    assert_eq!(
+        Hosts::parse_nvidia_smi(&interleaved).unwrap(),
+        Hosts::parse_nvidia_smi(&sections).unwrap()
+    );
+    // One host's output with no header: refused alone, read with its file.
+    let (_, body) = sections
+        .split_once("==> nvidia-smi/gb01.txt <==\n")
+        .unwrap();
+    let one = body.split("==> ").next().unwrap();
+    let (_, _, problem) = refused(Hosts::parse_nvidia_smi(one));
+    assert!(problem.contains("names no host"), "{problem}");
+    let read = HostsReader::new(HostsFormat::NvidiaSmi)
+        .file_name("smi/gb01.txt")
+        .read(one)
+        .unwrap();
+    let sectioned = Hosts::parse_nvidia_smi(&sections).unwrap();
+    assert_eq!(read.hosts.get(0), sectioned.get(0));
+    // A pdsh text with a line of no host is refused with it.
+    let (line, _, _) = refused(Hosts::parse_nvidia_smi(
+        "gb01: GPU 00000008:01:00.0\nstray line\n",
+    ));
+    assert_eq!(line, 2);
+}
+
+/// The GPUs per node: given, else the one count of the healthy hosts
+/// (an unhealthy host's count does not count), else an error saying what
+/// to give.
+#[test]
+fn one_gpu_count_rule() {
+    let hosts = Hosts::parse_plain("a r0 4\nb r0 4\nc r1 8 down\nd r1\n").unwrap();
+    assert_eq!(hosts.gpus_per_node(None).unwrap(), 4);
+    assert_eq!(hosts.gpus_per_node(Some(2)).unwrap(), 2);
+    assert!(hosts.gpus_per_node(Some(0)).is_err());
+    let mixed = Hosts::parse_plain("a r0 4\nb r0 8\n").unwrap();
+    let err = mixed.gpus_per_node(None).unwrap_err().to_string();
+    assert!(err.contains("4 on 1 host(s), 8 on 1 host(s)"), "{err}");
+    let none = Hosts::parse_topology_conf("BlockName=b1 Nodes=gb[1-2]\n").unwrap();
+    assert!(
+        none.gpus_per_node(None)
+            .unwrap_err()
+            .to_string()
+            .contains("give PlaceOptions::gpus_per_node")
+    );
+}
+
+/// Every format by its name, the names round-trip, and a bad one names
+/// them all.
+#[test]
+fn formats_by_name() {
+    for format in HostsFormat::ALL {
+        assert_eq!(format.name().parse::<HostsFormat>().unwrap(), format);
+        assert_eq!(format.to_string(), format.name());
+    }
+    let err = "yaml".parse::<HostsFormat>().unwrap_err().to_string();
+    assert!(
+        err.contains("\"yaml\"") && err.contains("slurm-topology-addr"),
+        "{err}"
+    );
+    let conf = fixture("topology_block.conf");
+    assert_eq!(
+        Hosts::parse(&conf, HostsFormat::TopologyConf).unwrap(),
+        Hosts::parse_topology_conf(&conf).unwrap()
+    );
+    // An option for a format that does not take it is an error.
+    let err = HostsReader::new(HostsFormat::Plain)
+        .clique_label("x")
+        .read("a r0 4\n")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("kubectl"), "{err}");
+}
+
+/// The readers' files import no circle: Slurm's block levels stand on
+/// the unit (`read/unit.rs`), not on `read/slurm.rs`, which stands on them.
+#[test]
+fn block_levels_and_slurm_import_no_circle() {
+    let read = |file: &str| {
+        std::fs::read_to_string(format!(
+            "{}/src/machine/read/{file}",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap()
+    };
+    assert!(read("slurm.rs").contains("read::block_levels"));
+    assert!(!read("block_levels.rs").contains("read::slurm"));
+    assert!(read("block_levels.rs").contains("read::unit::Unit"));
+}
+
+/// A bad JSON table names the key and the value (it said only "data did
+/// not match any variant of untagged enum Table").
+#[cfg(feature = "serde")]
+#[test]
+fn json_table_errors_name_the_key_and_the_value() {
+    for (text, line, value, problem) in [
+        (
+            r#"[{"host": "a", "rack": 1}]"#,
+            0,
+            "rack = 1",
+            "unknown key \"rack\"",
+        ),
+        (
+            r#"[{"host": "a", "gpus": "4"}]"#,
+            0,
+            "gpus = \"4\"",
+            "host \"a\": gpus is a whole number",
+        ),
+        (
+            r#"[{"host": "a", "gpus": 4.5}]"#,
+            0,
+            "gpus = 4.5",
+            "gpus is a whole number",
+        ),
+        (
+            r#"[{"host": "a", "gpus": 0}]"#,
+            0,
+            "gpus = 0",
+            "gpus is a whole number",
+        ),
+        (
+            r#"[{"host": "a", "healthy": "yes"}]"#,
+            0,
+            "healthy = \"yes\"",
+            "true or false",
+        ),
+        (
+            r#"[{"host": "a", "keys": "r1"}]"#,
+            0,
+            "keys = \"r1\"",
+            "a list of strings",
+        ),
+        (r#"[{"host": 7}]"#, 0, "host = 7", "its name is a string"),
+        (r#"{"hosts": [], "extra": 1}"#, 0, "extra", "unknown key"),
+        (
+            "[{\"host\": \"a\",\n \"gpus\": 4, \"gpus\": 8}]",
+            2,
+            "",
+            "key \"gpus\" is given twice",
+        ),
+    ] {
+        let (got_line, got, got_problem) = refused(Hosts::parse_json(text));
+        assert_eq!(got_line, line, "{text}");
+        assert!(got.contains(value), "{text}: {got:?}");
+        assert!(
+            got.contains(problem) || got_problem.contains(problem),
+            "{text}: {got:?} {got_problem:?}"
+        );
+    }
+    let hosts = Hosts::parse_json(
+        r#"{"hosts": [{"name": "b", "domain": "c/r1", "gpus": 4}, {"host": "a", "domain": null}]}"#,
+    )
+    .unwrap();
+    assert_eq!(hosts.get(1).unwrap().keys, ["c", "r1"]);
+    assert_eq!(hosts.get(0).unwrap().domain(), None);
 }

@@ -9,7 +9,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use proptest::prelude::*;
-use rank_layout::{BridgeKind, ColocatedMode, Direction, Error, Mesh, Modules, Spans, Split};
+use rank_layout::{
+    Error, Mesh, Modules, Split,
+    modules::{BridgeKind, ColocatedMode, Direction, Spans},
+};
 use serde_json::Value;
 
 mod common;

@@ -2,8 +2,14 @@
 //! processes: every communicator `Layout::communicators` builds must be the
 //! group `memberships` names (members gathered over MPI, in order; rank =
 //! key), pipeline neighbours must be the layout's, processes outside a
-//! smaller layout get none; a re-layout's split plan of the surviving
-//! communicator builds exactly its new and shrunk groups; the launcher example checks its communicators,
+//! smaller layout get none; a re-layout's split plan, run over the
+//! survivors' communicator (exactly the survivors, or more processes
+//! after them) or over the old world, builds exactly its new
+//! and shrunk groups (a process alone gets `MPI_COMM_SELF`), and with the
+//! old communicators of the kept groups every group of the new layout
+//! all-reduces right; a process owns its communicators (`take`,
+//! `into_iter`), and kinds of the same member lists share a split; the
+//! launcher example checks its communicators,
 //! refuses a layout larger than the world on every rank, and a rank that
 //! panics ends the whole job with a non-zero status instead of a hang.
 //!
@@ -19,13 +25,15 @@ use std::io::Read;
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
+use rank_layout::mpi::prelude::*;
 use rank_layout::mpi::rsmpi::collective::SystemOperation;
-use rank_layout::mpi::traits::*;
-use rank_layout::mpi::{Communicator, SimpleCommunicator};
-use rank_layout::{
-    BridgeKind, ColocatedMode, Config, Direction, ExpertLayout, Layout, Mesh, MeshSpec, Modules,
-    Spans,
+use rank_layout::mpi::rsmpi::topology::Color;
+use rank_layout::mpi::{
+    Communicator, GroupComm, Numbering, RelayoutCommunicators, SimpleCommunicator,
 };
+use rank_layout::modules::{BridgeKind, ColocatedMode, Direction, Spans};
+use rank_layout::relayout::{Change, Failure, Policy, Relayout, RelayoutOptions, relayout};
+use rank_layout::*;
 
 #[allow(dead_code)]
 #[path = "../examples/mpi_launcher.rs"]
@@ -572,8 +580,10 @@ fn check_layout(world: &SimpleCommunicator, layout: &Layout) -> Result<(), Strin
 }
 
 /// The re-layouts of the suite: three layouts of the world, every policy
-/// but `spare` (the world has no spare process).
-fn relayouts(n: u32) -> Vec<(String, Layout, rank_layout::relayout::Policy)> {
+/// but `spare` (the world has no spare process), and next-grid with a
+/// minimum dp the survivors cannot keep (pp shrinks to 1: every pp group
+/// is a process alone).
+fn relayouts(n: u32) -> Vec<(String, Layout, Policy, u32)> {
     let configs = [
         Config::new().tp(2).pp(2).world_size(Some(n)),
         Config::new()
@@ -592,71 +602,136 @@ fn relayouts(n: u32) -> Vec<(String, Layout, rank_layout::relayout::Policy)> {
     let mut out = Vec::new();
     for config in configs {
         let layout = Layout::new(&config).expect("a valid layout");
-        for policy in rank_layout::relayout::Policy::ALL {
-            if policy != rank_layout::relayout::Policy::Spare {
+        for policy in Policy::ALL {
+            if policy != Policy::Spare {
                 out.push((
                     format!("relayout {policy} {config}"),
                     layout.clone(),
                     policy,
+                    1,
                 ));
             }
         }
     }
+    let layout = Layout::new(&Config::new().tp(2).pp(2).world_size(Some(n))).unwrap();
+    let min_dp = n / 4;
+    out.push((
+        format!(
+            "relayout next-grid, min dp {min_dp}: pp 2 -> 1, {}",
+            layout.config()
+        ),
+        layout,
+        Policy::NextGrid,
+        min_dp,
+    ));
     out
 }
 
-/// After process 3 "fails" (it leaves the surviving communicator, a split
-/// of the world), every survivor computes the plan of `policy` and runs
-/// its split plan: each communicator built is the new layout's group
-/// (size, rank = key, and the members' new ranks gathered in order), and
-/// exactly the groups the plan calls new or shrunk are built.
+/// The failed process of the re-layout scenarios.
+const FAILED: u32 = 3;
+
+/// The plan of `policy` after process [`FAILED`] fails, every kind
+/// classified.
+fn plan_of(layout: &Layout, policy: Policy, min_dp: u32) -> Result<Relayout, String> {
+    let options = RelayoutOptions::default()
+        .kinds(layout.kinds().to_vec())
+        .min_dp(min_dp);
+    relayout(layout, &Failure::new(2, [FAILED]), policy, &options).map_err(|e| e.to_string())
+}
+
+/// The survivors' communicator: every process but [`FAILED`] (which gets
+/// none), in process order; `with_failed_last`, the "failed" process too,
+/// after them: a survivors' communicator larger than the survivors.
+fn survivors(world: &SimpleCommunicator, with_failed_last: bool) -> Option<SimpleCommunicator> {
+    let me = world.rank() as u32;
+    let (color, key) = match (me == FAILED, with_failed_last) {
+        (false, _) => (Color::with_value(0), me as i32),
+        (true, true) => (Color::with_value(0), i32::MAX),
+        (true, false) => (Color::undefined(), 0),
+    };
+    world.split_by_color_with_key(color, key)
+}
+
+/// The communicator a re-layout's split plan runs over.
+#[derive(Clone, Copy, Debug)]
+enum Over {
+    /// The survivors' communicator, exactly the survivors.
+    Survivors,
+    /// The survivors, then the "failed" process, which takes part with
+    /// the undefined color and gets none.
+    SurvivorsAndMore,
+    /// The old world, numbered as the old layout, the "failed" process
+    /// still running: it takes part with the undefined color.
+    OldWorld,
+}
+
+impl Over {
+    const ALL: [Over; 3] = [Over::Survivors, Over::SurvivorsAndMore, Over::OldWorld];
+}
+
+/// After process [`FAILED`] "fails", every survivor computes the plan of
+/// `policy` and runs its split plan over the communicator `over` names.
+/// Each communicator built is the new layout's group (size, rank = key,
+/// and the members' new ranks gathered in order), and exactly the groups
+/// the plan calls new or shrunk are split, those of one process alone get
+/// `MPI_COMM_SELF`, and a kept group gets none. The survivors'
+/// communicator read as numbered by the old layout is too small: the same
+/// error on every survivor, before any communication.
 fn check_relayout(
     world: &SimpleCommunicator,
     layout: &Layout,
-    policy: rank_layout::relayout::Policy,
+    policy: Policy,
+    min_dp: u32,
+    over: Over,
 ) -> Result<(), String> {
-    use rank_layout::mpi::rsmpi::topology::Color;
-    use rank_layout::relayout::{Failure, RelayoutOptions, relayout};
     let me = world.rank() as u32;
-    let failed = 3;
-    let color = if me == failed {
-        Color::undefined()
-    } else {
-        Color::with_value(0)
-    };
-    let survivors = world.split_by_color_with_key(color, me as i32);
-    let Some(survivors) = survivors else {
-        return Ok(());
-    };
-    let options = RelayoutOptions::default().kinds(layout.kinds().to_vec());
-    let plan = relayout(layout, &Failure::new(2, [failed]), policy, &options)
-        .map_err(|e| e.to_string())?;
-    let comms = plan
-        .communicators(&survivors, me)
-        .map_err(|e| e.to_string())?;
-    if comms.rank != plan.rank_map().new_rank(me) {
-        return Err(format!("rank {:?}", comms.rank));
-    }
-    for (kind, built) in &comms.sets {
-        let changes = plan.changes(*kind).ok_or("a kind of the plan")?;
-        let new = plan.layout();
-        let rounds = new.split_rounds(*kind).map_err(|e| e.to_string())?;
-        let mut want = Vec::new();
-        for round in 0..rounds {
-            if let Some(n) = comms.rank {
-                want.extend(
-                    new.split_in_round(n, *kind, round)
-                        .map_err(|e| e.to_string())?
-                        .filter(|s| {
-                            changes.is_new(s.color)
-                                || changes.shrunk.iter().any(|x| x.new_color == s.color)
-                        }),
-                );
+    let plan = plan_of(layout, policy, min_dp)?;
+    let comms = match over {
+        Over::OldWorld => plan.communicators(world, Numbering::OldLayout),
+        Over::Survivors | Over::SurvivorsAndMore => {
+            let more = matches!(over, Over::SurvivorsAndMore);
+            let Some(survivors) = survivors(world, more) else {
+                return Ok(());
+            };
+            if !more {
+                let e = plan
+                    .communicators(&survivors, Numbering::OldLayout)
+                    .err()
+                    .map(|e| e.to_string())
+                    .unwrap_or_default();
+                if !e.contains("numbered as the old layout has") {
+                    return Err(format!("the survivors as the old layout: {e:?}"));
+                }
             }
+            plan.communicators(&survivors, Numbering::Survivors)
         }
-        want.sort_by_key(|s| s.color);
+    }
+    .map_err(|e| e.to_string())?;
+    if me == FAILED {
+        let built: usize = comms.sets.iter().map(|(_, c)| c.len()).sum();
+        return if (comms.process, comms.rank, built) == (None, None, 0) {
+            Ok(())
+        } else {
+            Err(format!("the failed process got {comms:?}"))
+        };
+    }
+    if (comms.process, comms.rank) != (Some(me), plan.rank_map().new_rank(me)) {
+        return Err(format!("process {:?} rank {:?}", comms.process, comms.rank));
+    }
+    check_built(&plan, me, &comms)
+}
+
+/// The communicators `comms` of process `process` are those its fates
+/// call for, with the members in order.
+fn check_built(plan: &Relayout, process: u32, comms: &RelayoutCommunicators) -> Result<(), String> {
+    for (kind, built) in &comms.sets {
+        let fates = plan.fates_of(process, *kind).map_err(|e| e.to_string())?;
+        let wanted: Vec<(u32, u32)> = fates
+            .iter()
+            .filter(|f| !matches!(f.change, Change::Kept { .. }))
+            .map(|f| (f.membership.color, f.membership.key))
+            .collect();
         let got: Vec<(u32, u32)> = built.iter().map(|g| (g.color, g.key)).collect();
-        let wanted: Vec<(u32, u32)> = want.iter().map(|s| (s.color, s.key)).collect();
         if got != wanted {
             return Err(format!("{kind}: built {got:?}, plan {wanted:?}"));
         }
@@ -678,6 +753,114 @@ fn check_relayout(
                 return Err(format!("{kind}: gathered {gathered:?}, group {members:?}"));
             }
         }
+    }
+    Ok(())
+}
+
+/// From Rust, after a failure: the old layout's communicators are built
+/// first; after process [`FAILED`] fails, each survivor asks the plan what
+/// becomes of each of its groups (`fate_of`) and uses the old
+/// communicator of a kept group, the new one of a new or shrunk group,
+/// `MPI_COMM_SELF` alone: an all-reduce of the new ranks over each is the
+/// sum of the group's members, on every group of every kind.
+fn check_after_a_failure(
+    world: &SimpleCommunicator,
+    layout: &Layout,
+    policy: Policy,
+    min_dp: u32,
+) -> Result<(), String> {
+    let me = world.rank() as u32;
+    let old = layout.communicators(world).map_err(|e| e.to_string())?;
+    let Some(survivors) = survivors(world, false) else {
+        return Ok(());
+    };
+    let plan = plan_of(layout, policy, min_dp)?;
+    let new = plan
+        .communicators(&survivors, Numbering::Survivors)
+        .map_err(|e| e.to_string())?;
+    let Some(rank) = new.rank else {
+        return Ok(());
+    };
+    for &kind in layout.kinds() {
+        for fate in plan.fates_of(me, kind).map_err(|e| e.to_string())? {
+            let color = fate.membership.color;
+            let comm: &SimpleCommunicator = match &fate.change {
+                Change::Kept { old_color } => {
+                    let olds = old.get(kind).map_err(|e| e.to_string())?;
+                    &olds
+                        .iter()
+                        .find(|g| g.color == *old_color)
+                        .ok_or(format!("{kind}: no old group {old_color}"))?
+                        .comm
+                }
+                _ => {
+                    &new.get(kind)
+                        .unwrap_or_default()
+                        .iter()
+                        .find(|g| g.color == color)
+                        .ok_or(format!("{kind}: group {color} not built"))?
+                        .comm
+                }
+            };
+            let members = fate.membership.group.to_vec();
+            let mut sum = 0u64;
+            comm.all_reduce_into(&u64::from(rank), &mut sum, SystemOperation::sum());
+            let want: u64 = members.iter().map(|&m| u64::from(m)).sum();
+            if sum != want || comm.rank() as u32 != fate.membership.key {
+                return Err(format!(
+                    "{kind} {}: all-reduce {sum} over {members:?} (sum {want}), rank {} for key {}",
+                    fate.change.name(),
+                    comm.rank(),
+                    fate.membership.key
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Owning the communicators: `take` and `take_one` give what `get` lent
+/// and leave the kind as one not built; `into_iter` gives every one, as
+/// many as `iter` lent; kinds of the same member lists share one split
+/// (a duplicate: congruent, not identical).
+fn check_owning(world: &SimpleCommunicator, layout: &Layout) -> Result<(), String> {
+    use rank_layout::mpi::rsmpi::topology::CommunicatorRelation;
+    let mut comms = layout.communicators(world).map_err(|e| e.to_string())?;
+    let lent: Vec<(Kind, u32, u32)> = comms.iter().map(|(k, g)| (k, g.color, g.key)).collect();
+    let slots = |v: &[GroupComm]| v.iter().map(|g| (g.color, g.key)).collect::<Vec<_>>();
+    // Kinds whose group here is the same member list: congruent.
+    let kinds = layout.kinds().to_vec();
+    for (i, &a) in kinds.iter().enumerate() {
+        for &b in &kinds[i + 1..] {
+            if let (Ok(Some(x)), Ok(Some(y))) = (comms.one(a), comms.one(b)) {
+                if x.group.to_vec() == y.group.to_vec() && x.group.len() > 1 {
+                    let relation = x.comm.compare(&y.comm);
+                    if relation != CommunicatorRelation::Congruent {
+                        return Err(format!("{a} and {b}: {relation:?}"));
+                    }
+                }
+            }
+        }
+    }
+    let tp_before = slots(comms.get(Kind::TP).map_err(|e| e.to_string())?);
+    let tp = comms.take(Kind::TP).map_err(|e| e.to_string())?;
+    if slots(&tp) != tp_before || comms.get(Kind::TP).is_ok() || comms.take(Kind::TP).is_ok() {
+        return Err("take(tp)".to_string());
+    }
+    let dp_before = slots(comms.get(Kind::DP).map_err(|e| e.to_string())?);
+    let dp = comms.take_one(Kind::DP).map_err(|e| e.to_string())?;
+    if dp.iter().map(|g| (g.color, g.key)).collect::<Vec<_>>() != dp_before {
+        return Err("take_one(dp)".to_string());
+    }
+    let left = comms.into_iter();
+    let n = left.len();
+    let owned: Vec<(Kind, GroupComm)> = left.collect();
+    let want = lent.len() - tp.len() - usize::from(dp.is_some());
+    if owned.len() != want || n != want {
+        return Err(format!(
+            "into_iter gave {} ({n} announced), want {want}",
+            owned.len()
+        ));
     }
     Ok(())
 }
@@ -709,13 +892,33 @@ fn suite(world: &SimpleCommunicator) -> ExitCode {
     for (name, modules) in modules(world.size() as u32) {
         outcomes.push(everywhere(world, name, check_modules(world, &modules)));
     }
-    for (name, layout, policy) in relayouts(world.size() as u32) {
+    for (name, layout, policy, min_dp) in relayouts(world.size() as u32) {
+        for over in Over::ALL {
+            outcomes.push(everywhere(
+                world,
+                &format!("{name}, over {over:?}"),
+                check_relayout(world, &layout, policy, min_dp, over),
+            ));
+        }
         outcomes.push(everywhere(
             world,
-            &name,
-            check_relayout(world, &layout, policy),
+            &format!("{name}, kept old and new communicators"),
+            check_after_a_failure(world, &layout, policy, min_dp),
         ));
     }
+    let owned = Layout::new(
+        &Config::new()
+            .tp(2)
+            .pp(2)
+            .ep(2)
+            .world_size(Some(world.size() as u32)),
+    )
+    .unwrap();
+    outcomes.push(everywhere(
+        world,
+        "owned communicators",
+        check_owning(world, &owned),
+    ));
     let passed = outcomes.iter().filter(|ok| **ok).count();
     let failed = outcomes.len() - passed;
     if world.rank() == 0 {
@@ -811,7 +1014,11 @@ fn scenarios() -> Vec<Scenario> {
                 let j = job(n, "suite", &[], &[])?;
                 let want = format!(
                     "suite: {} passed, 0 failed",
-                    layouts(n).len() + meshes(n).len() + modules(n).len() + relayouts(n).len()
+                    layouts(n).len()
+                        + meshes(n).len()
+                        + modules(n).len()
+                        + (Over::ALL.len() + 1) * relayouts(n).len()
+                        + 1
                 );
                 if j.code == Some(0) && j.stdout.contains(&want) {
                     Ok(())

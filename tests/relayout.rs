@@ -11,9 +11,9 @@ use std::collections::{BTreeSet, HashMap};
 use proptest::prelude::*;
 use rank_layout::machine::{Hosts, KindGroups, PlaceOptions, place};
 use rank_layout::relayout::{
-    Failure, NodeDomains, Policy, Relayout, RelayoutOptions, default_kinds, relayout,
+    Change, Failure, NodeDomains, Policy, Relayout, RelayoutOptions, default_kinds, relayout,
 };
-use rank_layout::{Config, Kind, Layout, Order};
+use rank_layout::{Config, ExpertLayout, Kind, Layout, Order};
 
 fn worked() -> Layout {
     let order: Order = "tp-dp-pp".parse().unwrap();
@@ -197,6 +197,13 @@ fn check_plan(old: &Layout, failed: &[u32], plan: &Relayout) {
                     !before.contains_key(&members),
                     "{kind} group {c2} is an old group, reported new"
                 );
+                assert!(members.len() > 1, "{kind} group {c2} of one, reported new");
+            } else if changes.is_alone(c2) {
+                assert_eq!(members.len(), 1, "{kind} group {c2} reported alone");
+                assert!(
+                    !before.contains_key(&members),
+                    "{kind} group {c2} is an old group, reported alone"
+                );
             } else {
                 let c = before
                     .get(&members)
@@ -206,10 +213,43 @@ fn check_plan(old: &Layout, failed: &[u32], plan: &Relayout) {
             }
         }
         assert_eq!(kept, changes.kept, "{kind}");
+        assert_eq!(changes.groups() as usize, new.groups(kind).unwrap().len());
         let gone: Vec<u32> = (0..old_groups.len() as u32)
             .filter(|c| !used.contains(c))
             .collect();
         assert_eq!(gone, changes.gone, "{kind}");
+        // Each process's answer for the kind agrees with the lists: the
+        // change of each of its groups, its color, key and members.
+        for p in 0..map.len() {
+            let fates = plan.fates_of(p, kind).unwrap();
+            let Some(n) = map.new_rank(p) else {
+                assert!(fates.is_empty());
+                continue;
+            };
+            let want = new.memberships(n + off2, kind).unwrap();
+            assert_eq!(fates.len(), want.len(), "{kind} process {p}");
+            for (f, m) in fates.iter().zip(&want) {
+                assert_eq!(f.membership, *m, "{kind} process {p}");
+                let c2 = m.color;
+                match &f.change {
+                    Change::New => assert!(changes.is_new(c2)),
+                    Change::Alone => assert!(changes.is_alone(c2)),
+                    Change::Shrunk(s) => assert_eq!(shrunk.get(&c2), Some(&s)),
+                    Change::Kept { old_color } => {
+                        let members: Vec<u32> = m
+                            .group
+                            .iter()
+                            .map(|n| map.process(n - off2).unwrap())
+                            .collect();
+                        assert_eq!(old_groups[*old_color as usize], members, "{kind} kept");
+                    }
+                    other => panic!("{other:?}"),
+                }
+            }
+            if rounds_of(new, kind) == 1 {
+                assert_eq!(plan.fate_of(p, kind).unwrap(), fates.first().cloned());
+            }
+        }
         // Every split of a new group is the new layout's, and only those,
         // in every split round of a kind whose groups overlap.
         let rounds = new.split_rounds(kind).unwrap();
@@ -234,6 +274,10 @@ fn check_plan(old: &Layout, failed: &[u32], plan: &Relayout) {
             }
         }
     }
+}
+
+fn rounds_of(layout: &Layout, kind: Kind) -> u32 {
+    layout.split_rounds(kind).unwrap()
 }
 
 fn arb_case() -> impl Strategy<Value = (Config, u32, Vec<u32>, u32, usize)> {
@@ -344,7 +388,7 @@ fn spare_keeps_must_fit_groups_in_their_domain() {
         Hosts::parse_plain("a0 r0 4\na1 r0 4\na2 r0 4\nb0 r1 4\nb1 r1 4\nb2 r1 4\n").unwrap();
     let layout = Layout::new(&Config::new().tp(8).dp(2)).unwrap();
     let tp = KindGroups::of_layout(&layout, Kind::TP).unwrap();
-    let plan = place(16, &[tp], &hosts, &PlaceOptions::default()).unwrap();
+    let plan = place(16, &[tp], &[], &hosts, &PlaceOptions::default()).unwrap();
     assert_eq!(plan.idle.len(), 2);
     for failed in ["a0", "a1", "b0", "b1"] {
         let used: Vec<&str> = plan
@@ -414,7 +458,7 @@ proptest! {
         let dp = whole - 1; // one unit short of the racks: idle hosts remain
         let layout = Layout::new(&Config::new().tp(tp).dp(dp)).unwrap();
         let must = KindGroups::of_layout(&layout, Kind::TP).unwrap();
-        let plan = place(layout.world_size(), &[must], &hosts, &PlaceOptions::default()).unwrap();
+        let plan = place(layout.world_size(), &[must], &[], &hosts, &PlaceOptions::default()).unwrap();
         let failed_node = pick % plan.node_hosts.len();
         let failed_host = hosts.get(plan.node_hosts[failed_node]).unwrap().name.clone();
         let failure = Failure::of_hosts(&plan, &hosts, 0, &[failed_host.as_str()]).unwrap();
@@ -538,7 +582,7 @@ fn drop_replica_drops_a_whole_expert_lane() {
     assert!(
         plan.notes()
             .iter()
-            .any(|n| n.contains("aligned blocks of 4")),
+            .any(|n| n.contains("an expert data-parallel lane is 4 replicas")),
         "{:?}",
         plan.notes()
     );
@@ -576,5 +620,347 @@ fn drop_replica_on_an_encoder_layout() {
         assert_eq!(counts(&plan, Kind::PP), (6, 0, 0, 2), "{policy}");
         assert_eq!(plan.cost().new_communicators, 0, "{policy}");
         assert_eq!(plan.cost().moved, 0, "{policy}");
+    }
+}
+
+/// The replicas a plan drops: the old replicas none of whose ranks has a
+/// new rank (drop-replica leaves every rank of a replica kept or idle).
+fn dropped_replicas(layout: &Layout, plan: &Relayout) -> Vec<u32> {
+    let map = plan.rank_map();
+    let off = layout.rank_offset();
+    let mut kept = BTreeSet::new();
+    for p in 0..layout.world_size() {
+        if map.new_rank(p).is_some() {
+            kept.insert(layout.placement(p + off).unwrap().coord.dp);
+        }
+    }
+    (0..layout.sizes().dp)
+        .filter(|d| !kept.contains(d))
+        .collect()
+}
+
+/// The three cases of drop-replica on folded experts users reported: a
+/// replica is `r / (tp * cp)` within a stage and an expert data-parallel
+/// lane is `ep * etp / (tp * cp)` replicas (an `ep` group spans them), so
+/// the lanes holding the failed ranks are dropped whole: no communicator
+/// is created and no rank moves. Before, blocks of 2 replicas were
+/// dropped, which cut lanes: 10, 72 and 8,384 new communicators, 4, 32
+/// and 62,720 ranks moved.
+#[test]
+fn drop_replica_drops_whole_lanes_in_the_reported_cases() {
+    // tp 2, ep 4, 32 ranks of 2 GPUs: dp 16, lanes of 4 replicas; ranks 2
+    // and 10 are replicas 1 and 5, lanes 0-3 and 4-7.
+    let small = Layout::new(&Config::new().tp(2).ep(4).world_size(Some(32))).unwrap();
+    // tp 4, cp 2, ep 8, pp 2, 512 ranks: dp 32, lanes of 4 (ep 8 * etp 4 /
+    // (tp 4 * cp 2)); ranks 40 and 72 are replicas 5 and 9.
+    let mid = Layout::new(&Config::new().tp(4).cp(2).ep(8).pp(2).world_size(Some(512))).unwrap();
+    let cases = [
+        (&small, 2, vec![2, 10], (0..8).collect::<Vec<u32>>(), 8),
+        (&mid, 8, vec![40, 72], (4..12).collect(), 24),
+    ];
+    for (layout, g, failed, dropped, dp2) in cases {
+        let plan = relayout(
+            layout,
+            &Failure::new(g, failed.iter().copied()),
+            Policy::DropReplica,
+            &RelayoutOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(dropped_replicas(layout, &plan), dropped, "{failed:?}");
+        assert_eq!(plan.layout().sizes().dp, dp2);
+        assert_eq!(
+            (plan.cost().new_communicators, plan.cost().moved),
+            (0, 0),
+            "{failed:?}: {:?}",
+            plan.notes()
+        );
+        assert!(plan.kinds().iter().any(|c| c.kind == Kind::EP));
+        check_plan(layout, &failed, &plan);
+    }
+    // 131,072 ranks, tp 8, cp 2, pp 8, ep 8: dp 1,024, lanes of 4;
+    // 70,000-70,007 is replica 279 of stage 4 and 12,345 replica 771.
+    let big = Layout::new(
+        &Config::new()
+            .tp(8)
+            .cp(2)
+            .pp(8)
+            .ep(8)
+            .world_size(Some(131_072)),
+    )
+    .unwrap();
+    let failed: Vec<u32> = (70_000..70_008).chain([12_345]).collect();
+    let plan = relayout(
+        &big,
+        &Failure::new(8, failed.iter().copied()),
+        Policy::DropReplica,
+        &RelayoutOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(plan.layout().sizes().dp, 1016);
+    assert_eq!((plan.cost().new_communicators, plan.cost().moved), (0, 0));
+    assert_eq!(
+        plan.notes()[0],
+        "replicas 276-279, 768-771 dropped: dp 1024 -> 1016"
+    );
+    // Every group without dp among its axes is kept; dp and edp shrink.
+    for c in plan.kinds() {
+        let shrinks = [Kind::DP, Kind::EDP].contains(&c.kind);
+        assert_eq!(c.kept == 0, shrinks, "{}", c.kind);
+        assert_eq!(c.shrunk.is_empty(), !shrinks, "{}", c.kind);
+    }
+}
+
+/// Where no whole lanes can be dropped (here: they would leave dp 8,
+/// below the minimum 12), blocks of 2 replicas are dropped, and the notes
+/// say why communicators are made, and which.
+#[test]
+fn drop_replica_says_why_it_cuts_lanes() {
+    let layout = Layout::new(&Config::new().tp(2).ep(4).world_size(Some(32))).unwrap();
+    let plan = relayout(
+        &layout,
+        &Failure::new(2, [2, 10]),
+        Policy::DropReplica,
+        &RelayoutOptions::default().min_dp(12),
+    )
+    .unwrap();
+    assert_eq!(dropped_replicas(&layout, &plan), [0, 1, 4, 5]);
+    assert!(plan.cost().new_communicators > 0);
+    let notes = plan.notes().join("\n");
+    assert!(
+        notes.contains("dropping whole expert data-parallel lanes (4 replicas each) leaves dp 8, below the minimum 12"),
+        "{notes}"
+    );
+    assert!(notes.contains("communicators made for"), "{notes}");
+    check_plan(&layout, &[2, 10], &plan);
+}
+
+/// Layouts with experts, folded or nested, in orders that keep `ep` next
+/// to `dp`, with distributed-optimizer instances (which must divide
+/// `dp * cp`, so that dropping the lanes holding a failure may leave no
+/// valid grid and larger blocks of lanes are dropped), and up to four
+/// failed ranks.
+fn arb_expert_case() -> impl Strategy<Value = (Config, Vec<u32>, u32)> {
+    (
+        prop::sample::select(vec![1u32, 2, 4]),
+        prop::sample::select(vec![1u32, 2]),
+        prop::sample::select(vec![1u32, 2, 4, 8]),
+        prop::sample::select(vec![None, Some(1u32), Some(2)]),
+        prop::sample::select(vec![1u32, 2]),
+        1u32..17,
+        prop::sample::select(vec![
+            "tp-cp-ep-dp-pp",
+            "tp-cp-dp-ep-pp",
+            "tp-pp-ep-dp-cp",
+            "ep-dp-tp-cp-pp",
+        ]),
+        any::<bool>(),
+        prop::collection::vec(0u32..100_000, 1..5),
+        prop::sample::select(vec![1u32, 1, 2, 4, 6]),
+        prop::sample::select(vec![1u32, 1, 2, 4]),
+    )
+        .prop_map(
+            |(tp, cp, ep, etp, pp, dp, order, nested, failed, min_dp, instances)| {
+                let config = Config::new()
+                    .dist_opt_instances(instances)
+                    .tp(tp)
+                    .cp(cp)
+                    .ep(ep)
+                    .etp(etp)
+                    .pp(pp)
+                    .dp(dp)
+                    .order(order.parse().unwrap())
+                    .expert_layout(if nested {
+                        ExpertLayout::Nested
+                    } else {
+                        ExpertLayout::Folded
+                    });
+                (config, failed, min_dp)
+            },
+        )
+}
+
+/// The lanes of `layout`, listed from scratch: replicas joined by any
+/// group of a kind without a data-parallel axis (tp, cp, ep, pp, etp and
+/// their products) that holds ranks of both.
+fn lanes_from_groups(layout: &Layout) -> Vec<u32> {
+    let dp = layout.sizes().dp;
+    let mut lane: Vec<u32> = (0..dp).collect();
+    fn root(lane: &mut [u32], mut d: u32) -> u32 {
+        while lane[d as usize] != d {
+            d = lane[d as usize];
+        }
+        d
+    }
+    let kinds = [
+        Kind::TP,
+        Kind::CP,
+        Kind::EP,
+        Kind::PP,
+        Kind::ETP,
+        Kind::TP_CP,
+        Kind::TP_PP,
+        Kind::TP_EP,
+        Kind::ETP_EP,
+        Kind::TP_EP_PP,
+        Kind::ETP_EP_PP,
+    ];
+    for kind in kinds.into_iter().filter(|k| layout.kinds().contains(k)) {
+        for g in layout.groups(kind).unwrap() {
+            let mut it = g.iter().map(|r| layout.placement(r).unwrap().coord.dp);
+            let first = it.next().unwrap();
+            for d in it {
+                let (a, b) = (root(&mut lane, first), root(&mut lane, d));
+                lane[a.max(b) as usize] = a.min(b);
+            }
+        }
+    }
+    (0..dp).map(|d| root(&mut lane, d)).collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 1000, ..ProptestConfig::default() })]
+
+    /// drop-replica keeps its promise: where dropping the whole lanes
+    /// holding a failed rank leaves a valid grid of at least `min_dp`
+    /// replicas (lanes listed from the groups, independently of the
+    /// library), exactly those replicas are dropped; wherever whole lanes
+    /// are dropped, no communicator is created and no rank moves; where a
+    /// lane is cut, whole lanes did not fit and the notes say why (and,
+    /// where communicators are made, which). Every plan matches the
+    /// groups.
+    #[test]
+    fn drop_replica_drops_whole_lanes((config, failed, min_dp) in arb_expert_case()) {
+        let Ok(layout) = Layout::new(&config) else { return Ok(()) };
+        let world = layout.world_size();
+        let failed: Vec<u32> = failed.iter().map(|f| f % world).collect();
+        let lanes = lanes_from_groups(&layout);
+        let broken: BTreeSet<u32> = failed
+            .iter()
+            .map(|&f| lanes[layout.placement(f).unwrap().coord.dp as usize])
+            .collect();
+        let dropped: Vec<u32> = (0..layout.sizes().dp)
+            .filter(|&d| broken.contains(&lanes[d as usize]))
+            .collect();
+        let dp2 = layout.sizes().dp - dropped.len() as u32;
+        let lanes_fit = dp2 >= min_dp
+            && Layout::new(&config.clone().dp(dp2).world_size(None)).is_ok();
+        let options = RelayoutOptions::default().min_dp(min_dp);
+        let plan = relayout(&layout, &Failure::new(1, failed.iter().copied()), Policy::DropReplica, &options);
+        match plan {
+            Ok(plan) => {
+                check_plan(&layout, &failed, &plan);
+                let got = dropped_replicas(&layout, &plan);
+                if lanes_fit {
+                    prop_assert_eq!(&got, &dropped);
+                }
+                // Whole lanes dropped (those holding a failed rank or
+                // larger blocks of them): nothing made, nothing moved.
+                let cut = (0..layout.sizes().dp).any(|d| {
+                    got.contains(&d) != got.iter().any(|&g| lanes[g as usize] == lanes[d as usize])
+                });
+                if !cut {
+                    prop_assert_eq!((plan.cost().new_communicators, plan.cost().moved), (0, 0), "{:?}", plan.notes());
+                } else {
+                    prop_assert!(!lanes_fit);
+                    let notes = plan.notes().join("\n");
+                    prop_assert!(notes.contains("dropping whole expert data-parallel lanes"), "{}", notes);
+                    if plan.cost().new_communicators > 0 {
+                        prop_assert!(notes.contains("communicators made for"), "{}", notes);
+                    }
+                }
+            }
+            Err(e) => {
+                prop_assert!(!lanes_fit, "{}", e);
+                prop_assert!(matches!(e, rank_layout::Error::NoRelayout { .. }), "{}", e);
+            }
+        }
+    }
+}
+
+/// next-grid when no smaller dp fits (tp 2, pp 2, 8 ranks, rank 3 lost,
+/// at least 2 replicas): pp shrinks to 1, dp grows to 3. Each pp group
+/// is then one process alone: no communicator (before, 6 of the 10 "new"
+/// communicators were such groups), and the one tp group whose members
+/// are an old group's, in order, is kept, so the notes do not call every
+/// group new.
+#[test]
+fn next_grid_counts_a_process_alone_as_no_communicator() {
+    let layout = Layout::new(&Config::new().tp(2).pp(2).world_size(Some(8))).unwrap();
+    let plan = relayout(
+        &layout,
+        &Failure::new(2, [3]),
+        Policy::NextGrid,
+        &RelayoutOptions::default().min_dp(2),
+    )
+    .unwrap();
+    assert_eq!((plan.layout().sizes().pp, plan.layout().sizes().dp), (1, 3));
+    let pp = plan.changes(Kind::PP).unwrap();
+    assert_eq!((pp.new.len(), pp.alone.len()), (0, 6));
+    assert_eq!(plan.changes(Kind::TP).unwrap().kept, 1);
+    assert_eq!(plan.cost().new_communicators, 4);
+    let notes = plan.notes().join("\n");
+    assert!(!notes.contains("every group is new"), "{notes}");
+    assert!(notes.contains("pp 2 -> 1"), "{notes}");
+    // A process alone: its answer says so, and it splits nothing.
+    let p = plan.rank_map().process(0).unwrap();
+    let fate = plan.fate_of(p, Kind::PP).unwrap().unwrap();
+    assert_eq!(
+        (fate.change, fate.membership.group.to_vec()),
+        (Change::Alone, vec![0])
+    );
+    assert_eq!(plan.split(p, Kind::PP).unwrap(), None);
+    check_plan(&layout, &[3], &plan);
+}
+
+/// A process that is not the plan's, or a kind it did not classify, is an
+/// error naming the value, never a silent `None`.
+#[test]
+fn questions_about_no_process_are_errors() {
+    let layout = Layout::new(&Config::new().tp(2).dp(4)).unwrap();
+    let plan = relayout(
+        &layout,
+        &Failure::new(2, [3]),
+        Policy::DropReplica,
+        &RelayoutOptions::default().kinds(vec![Kind::TP]),
+    )
+    .unwrap();
+    for e in [
+        plan.split(99_999, Kind::TP).unwrap_err(),
+        plan.fate_of(99_999, Kind::TP).unwrap_err(),
+        plan.split_in_round(8, Kind::TP, 0).unwrap_err(),
+    ] {
+        assert!(
+            e.to_string().contains("process = 99999") || e.to_string().contains("process = 8"),
+            "{e}"
+        );
+        assert!(e.to_string().contains("the plan has 8"), "{e}");
+    }
+    let e = plan.split(0, Kind::DP).unwrap_err();
+    assert!(e.to_string().contains("kind = dp"), "{e}");
+    // The failed process and those of its dropped replica have none.
+    assert_eq!(plan.split(3, Kind::TP).unwrap(), None);
+    assert_eq!(plan.fates_of(2, Kind::TP).unwrap(), []);
+}
+
+/// The library's errors speak its own words: placing the job of a
+/// re-layout on hosts of unknown or mixed GPU counts names
+/// `PlaceOptions::gpus_per_node`, not the command line's flag.
+#[test]
+fn place_errors_name_the_library_field() {
+    let layout = Layout::new(&Config::new().tp(2).world_size(Some(2))).unwrap();
+    let tp = KindGroups::of_layout(&layout, Kind::TP).unwrap();
+    for table in ["a r0\nb r0\n", "a r0 2\nb r0 4\n"] {
+        let hosts = Hosts::parse_plain(table).unwrap();
+        let e = place(
+            2,
+            std::slice::from_ref(&tp),
+            &[],
+            &hosts,
+            &PlaceOptions::default(),
+        )
+        .unwrap_err();
+        let text = e.to_string();
+        assert!(text.contains("PlaceOptions::gpus_per_node"), "{text}");
+        assert!(!text.contains("--"), "{text}");
     }
 }

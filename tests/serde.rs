@@ -99,7 +99,7 @@ fn a_modules_file_that_is_not_a_table_says_what_it_must_be() {
     // `[1,2,3]` said "expected a boolean" and `[]` "invalid length 4,
     // expected struct RawSpec with 5 elements": serde read an array as the
     // file's fields in order.
-    use rank_layout::ModulesSpec;
+    use rank_layout::modules::ModulesSpec;
     for (text, found) in [
         ("[1, 2, 3]", "found an array"),
         ("[]", "found an array"),

@@ -1,274 +1,20 @@
-//! The command line: subcommands, their flags (with Megatron-LM's names as
-//! aliases) and the help text listing every layout's kinds.
+//! The flag groups every command shares: the layout and machine
+//! ([`SetupArgs`], with Megatron-LM's names as aliases), the host table
+//! the job got ([`MachineArgs`], [`HostsReadArgs`]), the kinds and format
+//! of a report ([`OutputArgs`], [`Format`]), and the help text listing
+//! every layout's kinds. Each command's own flags are in its file
+//! (`commands/*.rs`).
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
-use rank_layout::megatron::MegatronJoin;
-use rank_layout::relayout::Policy;
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+use clap::{Args, ValueEnum};
+use rank_layout::machine::{HostsFormat, HostsReader};
 use rank_layout::{Config, ExpertLayout, Layout, Order};
-use rank_layout_cli::hosts_file::Format as HostsFormat;
 use serde::Serialize;
 
 use crate::megatron::MegatronFlags;
-use crate::values::{at_least_one, parse_levels, policy, whole_u32, whole_u64};
-
-/// Process-group rank layouts of distributed training (Megatron-LM
-/// ordering) and named meshes (--mesh, DeviceMesh's --device-mesh): print
-/// the groups, one rank's view, and check, rank, describe or draw a layout
-/// on a machine of nodes and domains before launching it.
-#[derive(Debug, Parser)]
-#[command(name = "rank-layout", version, about, after_help = kinds_help())]
-pub struct Cli {
-    /// What to do.
-    #[command(subcommand)]
-    pub command: Command,
-}
-
-/// The subcommands.
-#[derive(Debug, Subcommand)]
-pub enum Command {
-    /// Print the groups of every kind (or of the --kind given).
-    #[command(after_help = kinds_help())]
-    Groups {
-        /// The layout and the machine.
-        #[command(flatten)]
-        setup: SetupArgs,
-        /// Kinds and format.
-        #[command(flatten)]
-        output: OutputArgs,
-    },
-    /// Print one rank's card: grid, coordinates, node, groups, pipeline
-    /// neighbours (computed arithmetically, instant at any size).
-    #[command(after_help = kinds_help())]
-    Rank {
-        /// The rank.
-        #[arg(value_parser = whole_u64, allow_negative_numbers = true)]
-        rank: u64,
-        /// The layout and the machine.
-        #[command(flatten)]
-        setup: SetupArgs,
-        /// Kinds and format.
-        #[command(flatten)]
-        output: OutputArgs,
-        /// The hosts the job got: where the rank runs, and which of its
-        /// groups cross a domain.
-        #[command(flatten)]
-        machine: MachineArgs,
-    },
-    /// Check where each kind's groups fall on nodes and domains, and warn
-    /// when bandwidth-critical groups (tp, cp, ep, etp, gtp_remat) leave a node.
-    ///
-    /// The table's size is the groups' size; in an encoder + decoder layout
-    /// it reads encoder/decoder (2/4: encoder groups of 2, decoder groups of
-    /// 4) where the two differ (JSON: "encoder_size" and "decoder_size").
-    /// Also warns when the layout's ranks fill the last node, or the last
-    /// domain, only partly.
-    #[command(after_help = kinds_help())]
-    Check {
-        /// The layout and the machine.
-        #[command(flatten)]
-        setup: SetupArgs,
-        /// A kind (a mesh's dim set) to check (repeatable); default: every
-        /// kind of the layout (every dim set of the mesh).
-        #[arg(long = "kind", value_name = "KIND")]
-        kinds: Vec<String>,
-        /// Output format.
-        #[arg(long, value_enum, default_value_t = Format::Table)]
-        format: Format,
-        /// Kinds that must stay inside a node (replaces the default tp, cp,
-        /// ep, etp and weight shards gtp_remat, egtp_remat; hcp-0 instead
-        /// of cp with hierarchical cp; a mesh's dims of those names, in the
-        /// mesh or a view).
-        #[arg(long = "require-intra-node", value_name = "KIND", num_args = 1..)]
-        require: Vec<String>,
-        /// Exit with status 1 when a kind that must stay inside a node does not.
-        #[arg(long)]
-        strict: bool,
-        /// The hosts the job got: how many groups of each kind cross a
-        /// domain (and each topology level) there.
-        #[command(flatten)]
-        machine: MachineArgs,
-    },
-    /// Rank every order of the layout's axes (the mesh's dims) by how well
-    /// it keeps bandwidth-hungry groups inside nodes and domains, best
-    /// first.
-    Suggest {
-        /// The layout and the machine.
-        #[command(flatten)]
-        setup: SetupArgs,
-        /// What matters most, most important first: tiers separated by ','
-        /// and kinds of one tier joined by '+' (default tp,cp+ep+etp,pp,dp;
-        /// for a mesh its dim sets, default its dims so named, the others
-        /// last).
-        #[arg(long, value_name = "TIERS")]
-        priority: Option<String>,
-        /// Print only the best N orders, N >= 1 (default: all).
-        #[arg(long, value_name = "N", value_parser = at_least_one, allow_negative_numbers = true)]
-        top: Option<u32>,
-        /// Output format.
-        #[arg(long, value_enum, default_value_t = Format::Table)]
-        format: Format,
-    },
-    /// Explain the layout: derived sizes and why, groups per kind, and what
-    /// listing every group would cost.
-    Describe {
-        /// The layout and the machine.
-        #[command(flatten)]
-        setup: SetupArgs,
-        /// Output format.
-        #[arg(long, value_enum, default_value_t = Format::Table)]
-        format: Format,
-    },
-    /// Draw the layout: nodes as rows, GPUs as cells labelled with their
-    /// rank, one panel per kind, each group its own colour.
-    #[command(after_help = kinds_help())]
-    Render {
-        /// The layout and the machine.
-        #[command(flatten)]
-        setup: SetupArgs,
-        /// A kind to draw (repeatable; default tp, cp, pp, dp; a mesh's
-        /// every dim set).
-        #[arg(long = "kind", value_name = "KIND")]
-        kinds: Vec<String>,
-        /// svg: the picture; html: the picture with a legend and a tooltip per cell.
-        #[arg(long, value_enum, default_value_t = Picture::Svg)]
-        format: Picture,
-        /// Draw every rank up to this many; past it, draw the first nodes and
-        /// the last and say so in the picture.
-        #[arg(long, value_name = "N", default_value_t = 4096, value_parser = at_least_one, allow_negative_numbers = true)]
-        max_ranks: u32,
-    },
-    /// Audit Megatron-LM's encoder + decoder pipeline joins: rebuild the
-    /// joined pipelines a Megatron-LM commit makes for the layout, and count
-    /// those that mix cp slices or dp replicas and those that pair other tp
-    /// ranks than rank-layout's join by coordinates.
-    Audit {
-        /// The Megatron-LM commit: 2024 (4ff9e66, zip(cycle(...))) or 2025
-        /// (5a3b6bcf1f, its block map).
-        #[arg(long, value_name = "COMMIT")]
-        megatron: MegatronJoin,
-        /// The layout (an encoder + decoder one).
-        #[command(flatten)]
-        setup: SetupArgs,
-        /// Output format.
-        #[arg(long, value_enum, default_value_t = Format::Table)]
-        format: Format,
-    },
-    /// Print the bridge plan of every edge of a --modules file (or of one
-    /// --edge): leaders, pairs, broadcast, cp and gather groups.
-    Bridge(BridgeArgs),
-    /// Place the layout (or mesh) on the hosts the job got: the node order
-    /// that keeps tp, cp and the expert tensor x expert groups (or the
-    /// --must-fit kinds) inside NVLink domains, how every kind's groups
-    /// then fall, and the launcher files that start each rank there.
-    #[command(after_help = HOSTS_HELP)]
-    Place(PlaceArgs),
-    /// Plan the re-layout after ranks fail: the new layout, every rank's new
-    /// rank, and which tp, cp, ep, dp and pp groups are kept, shrunk, new or
-    /// gone, under one --policy or every policy side by side
-    #[command(after_help = RELAYOUT_HELP)]
-    Relayout(RelayoutArgs),
-}
-
-/// The policies, for `relayout --help`.
-pub const RELAYOUT_HELP: &str = "Policies: drop-replica (drop the data-parallel replicas holding a failed rank; \
-tp, cp and pp groups kept, dp groups shrunk), spare (--spare-hosts whole nodes take the failed nodes' places), \
-next-grid (the largest valid smaller grid, fewer dp first, then smaller cp, ep, pp or tp), shift-ranks and \
-fill-gaps (nvidia-resiliency-ext's ShiftRanks and FillGaps, then the world trimmed to a valid grid). \
-Without --policy every policy is compared.";
-
-/// The flags of `relayout`.
-#[derive(Debug, Args)]
-pub struct RelayoutArgs {
-    /// The layout before the failure; --gpus-per-node sizes the nodes (and
-    /// the spare nodes).
-    #[command(flatten)]
-    pub setup: SetupArgs,
-    /// The failed ranks: ranks and inclusive ranges, `200-203,517`.
-    #[arg(
-        long = "failed-ranks",
-        value_name = "LIST",
-        required_unless_present = "failed_hosts"
-    )]
-    pub failed_ranks: Option<String>,
-    /// Whole spare nodes numbered after the old world, --gpus-per-node
-    /// ranks each (without --hosts).
-    #[arg(long = "spare-hosts", value_name = "N", default_value_t = 0, value_parser = whole_u32, conflicts_with = "hosts")]
-    pub spare_hosts: u32,
-    /// The host table the job was placed on (as `place` places it): the
-    /// failed hosts' nodes fail, the idle healthy hosts are the spares, and
-    /// the spare policy takes a spare of the failed host's domain first.
-    #[arg(long, value_name = "FILE")]
-    pub hosts: Option<PathBuf>,
-    /// Failed hosts of --hosts, comma-separated (each node's ranks fail).
-    #[arg(
-        long = "failed-hosts",
-        value_name = "HOSTS",
-        value_delimiter = ',',
-        requires = "hosts"
-    )]
-    pub failed_hosts: Vec<String>,
-    /// The policy (default: every policy, side by side).
-    #[arg(long, value_name = "POLICY", value_parser = policy)]
-    pub policy: Option<Policy>,
-    /// The smallest data-parallel size the new layout may have.
-    #[arg(long = "min-dp", value_name = "N", default_value_t = 1, value_parser = at_least_one)]
-    pub min_dp: u32,
-    /// The global batch to keep by gradient accumulation: the new dp times
-    /// --micro-batch must divide it.
-    #[arg(long = "global-batch", value_name = "N", value_parser = at_least_one)]
-    pub global_batch: Option<u32>,
-    /// The micro-batch size (with --global-batch).
-    #[arg(long = "micro-batch", value_name = "N", default_value_t = 1, value_parser = at_least_one)]
-    pub micro_batch: u32,
-    /// A kind to classify (repeatable; `all`: every kind of the layout;
-    /// default: tp, cp, ep, dp, pp, and etp, edp with experts, those of
-    /// more than one rank per group).
-    #[arg(long = "kind", value_name = "KIND")]
-    pub kinds: Vec<String>,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    pub format: Format,
-}
-
-/// The host table's formats, for `place --help`.
-pub const HOSTS_HELP: &str = "Host table (--hosts FILE): one host per line, `host domain [gpus] [state]` \
-(host may be a Slurm hostlist, gb[001-018]), `#` comments; domain `-` or `unknown` for none, or keys from the outermost joined by `/` \
-(`cluster1/rack07`); state `up` (default) or `down`/`drain`. Or JSON: a list of \
-{\"host\", \"domain\" (or \"keys\": [...]), \"gpus\", \"healthy\"}. \
-Other formats by --hosts-format: nvidia-smi, topology-conf, topology-yaml, scontrol, \
-slurm-topology-addr, kubectl (see docs/semantics.md, section 10).";
-
-/// The flags of `place`.
-#[derive(Debug, Args)]
-pub struct PlaceArgs {
-    /// The layout (or mesh); --gpus-per-node when the table gives no GPUs.
-    #[command(flatten)]
-    pub setup: SetupArgs,
-    /// The host table.
-    #[arg(long, value_name = "FILE")]
-    pub hosts: PathBuf,
-    /// How to read it.
-    #[command(flatten)]
-    pub hosts_read: HostsReadArgs,
-    /// A kind that must stay inside a domain (repeatable; default: tp, cp
-    /// and etp-ep of a layout, the tp, cp, ep dims of a mesh).
-    #[arg(long = "must-fit", value_name = "KIND")]
-    pub must_fit: Vec<String>,
-    /// When the domains cannot hold every unit whole: straddle (use every
-    /// rank, fewest crossing groups), shrink (a smaller dp that idles the
-    /// remainders; layouts only) or fail (exit 2).
-    #[arg(long, value_enum, default_value_t = OnShortfall::Straddle)]
-    pub on_shortfall: OnShortfall,
-    /// Output format of the report.
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    pub format: Format,
-    /// Print this launcher file instead of the report (its command line
-    /// goes to stderr).
-    #[arg(long, value_enum)]
-    pub emit: Option<Emit>,
-}
+use crate::values::{parse_levels, whole_u32};
 
 /// `check --hosts` and `rank --hosts`: the host table the job got, and the
 /// order its ranks run in on it.
@@ -292,57 +38,46 @@ pub struct MachineArgs {
 #[derive(Debug, Args)]
 pub struct HostsReadArgs {
     /// The --hosts file's format.
-    #[arg(long, value_enum, value_name = "FORMAT", default_value = "auto")]
+    #[arg(long, value_name = "FORMAT", default_value = "auto", value_parser = hosts_format())]
     pub hosts_format: HostsFormat,
-    /// kubectl: the node label that holds the NVLink domain.
+    /// kubectl: the node label that holds the NVLink domain (default
+    /// nvidia.com/gpu.clique).
     #[arg(long, value_name = "LABEL")]
     pub clique_label: Option<String>,
     /// topology-yaml: the topology to read (default: the cluster default).
     #[arg(long, value_name = "NAME")]
     pub topology: Option<String>,
     /// Keep only these hosts of the table, a Slurm hostlist (e.g.
-    /// "$SLURM_JOB_NODELIST"); a host the table lacks has no domain.
+    /// "$SLURM_JOB_NODELIST"); a host the table lacks has no domain (a
+    /// warning names it), and a list none of whose hosts the table has is
+    /// an error.
     #[arg(long, value_name = "HOSTLIST")]
     pub nodelist: Option<String>,
 }
 
 impl HostsReadArgs {
-    /// The reader's options.
-    pub fn options(&self) -> rank_layout_cli::hosts_file::Options {
-        rank_layout_cli::hosts_file::Options {
-            format: self.hosts_format,
-            clique_label: self.clique_label.clone(),
-            topology: self.topology.clone(),
-            nodelist: self.nodelist.clone(),
+    /// The library's reader of these flags.
+    pub fn reader(&self) -> HostsReader {
+        let mut reader = HostsReader::new(self.hosts_format);
+        if let Some(label) = &self.clique_label {
+            reader = reader.clique_label(label);
         }
+        if let Some(topology) = &self.topology {
+            reader = reader.topology(topology);
+        }
+        if let Some(list) = &self.nodelist {
+            reader = reader.nodelist(list);
+        }
+        reader
     }
 }
 
-/// `place --on-shortfall`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum OnShortfall {
-    /// Every rank used; the fewest units straddle domains.
-    Straddle,
-    /// A smaller job (fewer data-parallel replicas) that fits whole.
-    Shrink,
-    /// Exit 2.
-    Fail,
-}
-
-/// `place --emit`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Emit {
-    /// Slurm's SLURM_HOSTFILE (srun --distribution=arbitrary).
-    SlurmHostfile,
-    /// An Open MPI rankfile.
-    Rankfile,
-    /// torchrun's host -> --node-rank table (--rdzv-backend=static).
-    Torchrun,
-    /// dlrover's {host: domain} JSON.
-    Dlrover,
-    /// A rank map for torch DeviceMesh's mesh= tensor (entry r: the rank,
-    /// launched in host name order, that plays logical rank r).
-    DeviceMesh,
+/// `--hosts-format`: the library's formats, by name, each with its help.
+fn hosts_format() -> impl TypedValueParser<Value = HostsFormat> {
+    PossibleValuesParser::new(
+        HostsFormat::ALL.map(|f| PossibleValue::new(f.name()).help(f.about())),
+    )
+    .try_map(|name| name.parse::<HostsFormat>())
 }
 
 /// The layout keys (the same as a `--config` file's) and the machine.
@@ -437,7 +172,9 @@ pub struct SetupArgs {
         allow_negative_numbers = true
     )]
     pub expert_gtp_remat: Option<u32>,
-    /// GPUs per node: ranks [n*N, (n+1)*N) are node n (default 8).
+    /// GPUs per node: ranks [n*N, (n+1)*N) are node n (default 8; with
+    /// --hosts, the GPU count the table gives its healthy hosts, needed
+    /// when it gives none, as Slurm's topology files do).
     #[arg(long, value_name = "N", help_heading = "Machine", value_parser = whole_u32, allow_negative_numbers = true)]
     pub gpus_per_node: Option<u32>,
     /// Nodes per domain: an NVLink domain or rack (a GB200 NVL72 rack is 18
@@ -490,24 +227,6 @@ pub struct SetupArgs {
     pub megatron: MegatronFlags,
 }
 
-/// The flags of `bridge`.
-#[derive(Debug, Args)]
-pub struct BridgeArgs {
-    /// The modules file (TOML or JSON, as for --modules elsewhere).
-    #[arg(long, value_name = "FILE")]
-    pub modules: PathBuf,
-    /// Only this edge: SRC:DST (module names).
-    #[arg(long, value_name = "SRC:DST")]
-    pub edge: Option<String>,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    pub format: Format,
-    /// Table format: list every member and every group instead of
-    /// shortening long lists.
-    #[arg(long)]
-    pub full: bool,
-}
-
 /// Output format of the reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {
@@ -515,15 +234,6 @@ pub enum Format {
     Table,
     /// One JSON object.
     Json,
-}
-
-/// Output format of `render`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Picture {
-    /// A standalone SVG picture.
-    Svg,
-    /// An HTML page: the picture, a legend and a tooltip per cell.
-    Html,
 }
 
 /// Kinds, format and length of a report.

@@ -27,8 +27,9 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use rank_layout::megatron::{MegatronArg, MegatronArgs, MegatronValue, Source};
-use rank_layout::{Config, Layout, Topology};
+use rank_layout::machine::{Hosts, PlaceOptions, Shortfall};
+use rank_layout::megatron::{MegatronArg, MegatronArgs, MegatronValue, Source, weight_shards};
+use rank_layout::{Config, Error, Layout, Topology};
 use rank_layout_cli::config_file;
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -46,10 +47,47 @@ pub struct Setup {
     pub config: Config,
     /// The mesh, when one is given (`--mesh`, `--device-mesh` or the keys).
     pub mesh: Option<MeshInput>,
-    /// GPUs per node and nodes per domain.
+    /// GPUs per node and nodes per domain (8 GPUs per node unless given).
     pub topology: Topology,
+    /// GPUs per node as given (the flag over the file), `None` when
+    /// neither gives it: with a host table, the table's count applies
+    /// ([`Setup::gpus_on`]).
+    pub gpus_per_node: Option<u32>,
     /// Lines for stderr: the Megatron-LM arguments `--megatron-args` used.
     pub notes: Vec<String>,
+}
+
+impl Setup {
+    /// The GPUs per node of the job on `hosts`: as given (the flag over
+    /// the file), else the count of the table's healthy hosts, the
+    /// library's one rule ([`Hosts::gpus_per_node`]).
+    ///
+    /// # Errors
+    /// The library's, naming the command's flag and key where it names the
+    /// library's field.
+    pub fn gpus_on(&self, hosts: &Hosts) -> Result<u32, Failure> {
+        hosts.gpus_per_node(self.gpus_per_node).map_err(|e| {
+            Failure::Message(e.to_string().replace(
+                "PlaceOptions::gpus_per_node",
+                "--gpus-per-node (or gpus_per_node in --config)",
+            ))
+        })
+    }
+
+    /// How to place the job on `hosts`: its GPUs per node
+    /// ([`Setup::gpus_on`]) and `shortfall`.
+    ///
+    /// # Errors
+    /// As [`Setup::gpus_on`].
+    pub fn place_options(
+        &self,
+        hosts: &Hosts,
+        shortfall: Shortfall,
+    ) -> Result<PlaceOptions, Failure> {
+        Ok(PlaceOptions::default()
+            .gpus_per_node(self.gpus_on(hosts)?)
+            .shortfall(shortfall))
+    }
 }
 
 /// A mesh as given: its text and those of its views and flattens, each
@@ -98,9 +136,6 @@ const MESH_KEYS: [&str; 4] = ["mesh", "device_mesh", "views", "flattens"];
 
 /// The layout keys a mesh may be given with: the first rank.
 const MESH_LAYOUT_KEYS: [&str; 1] = ["rank_offset"];
-
-/// GPUs per node when not given.
-pub const DEFAULT_GPUS_PER_NODE: u32 = 8;
 
 /// Where a key came from.
 #[derive(Debug, Clone)]
@@ -202,22 +237,25 @@ impl Keys {
             } else {
                 self.size_label(tp_key, tp)
             };
-            // tp 0 is the layout's error (a size of 0).
-            let per_rank = match tp {
-                0 => shards,
-                tp if shards < tp => {
-                    return Err(format!(
-                        "{} must be >= {tp_label}: the weight-shard count is {tp_key} * {key}",
-                        self.origin(shards_key)
-                    ));
-                }
-                tp if shards % tp != 0 => {
-                    return Err(format!(
-                        "{} must be divisible by {tp_label}: the weight-shard count is {tp_key} * {key}",
-                        self.origin(shards_key)
-                    ));
-                }
-                tp => shards / tp,
+            // Megatron-Core's rule is the library's; a count or a tp beyond
+            // 32 bits, or a tp of 0, is the layout's error (with the key).
+            let per_rank = match (u32::try_from(shards), u32::try_from(tp)) {
+                (Ok(s), Ok(t)) if t > 0 => match weight_shards(shards_key, s, tp_key, t) {
+                    Ok(per_rank) => u64::from(per_rank),
+                    Err(Error::WeightShardsBelowTp { .. }) => {
+                        return Err(format!(
+                            "{} must be >= {tp_label}: the weight-shard count is {tp_key} * {key}",
+                            self.origin(shards_key)
+                        ));
+                    }
+                    Err(_) => {
+                        return Err(format!(
+                            "{} must be divisible by {tp_label}: the weight-shard count is {tp_key} * {key}",
+                            self.origin(shards_key)
+                        ));
+                    }
+                },
+                _ => shards,
             };
             let origin = self
                 .origins
@@ -360,7 +398,9 @@ impl SetupArgs {
         keys.resolve_shards().map_err(Failure::Message)?;
         let (config, machine, mesh) = read(keys.values.clone()).map_err(Failure::Message)?;
         let topology = Topology::new(
-            machine.gpus_per_node.unwrap_or(DEFAULT_GPUS_PER_NODE),
+            machine
+                .gpus_per_node
+                .unwrap_or(Topology::default().gpus_per_node()),
             machine.nodes_per_domain,
         )?;
         let mesh = mesh_input(&keys, mesh, config.rank_offset)?;
@@ -368,6 +408,7 @@ impl SetupArgs {
             config,
             mesh,
             topology,
+            gpus_per_node: machine.gpus_per_node,
             notes,
         })
     }

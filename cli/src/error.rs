@@ -1,6 +1,7 @@
-//! How a command ends: done, a failed `check --strict` ([`Outcome`]), or
-//! what went wrong ([`Failure`]); and the exit status each gets: bad input
-//! 2, a failed `check --strict` 1, a closed output pipe 0.
+//! How a command ends: done, a failed `check --strict` or every policy of
+//! `relayout` refused ([`Outcome`]), or what went wrong ([`Failure`]); and
+//! the exit status each gets: bad input 2, a failed `check --strict` and
+//! a refusal of every policy 1, a closed output pipe 0.
 
 use std::fmt;
 use std::io;
@@ -33,6 +34,9 @@ pub enum Outcome {
     Done,
     /// `check --strict` found kinds that must stay inside a node and do not.
     StrictFailed(String),
+    /// The report is printed, and it says no plan can go on (`relayout`
+    /// with every policy refused).
+    Refused(String),
 }
 
 impl From<Error> for Failure {

@@ -1,11 +1,13 @@
 //! `rank-layout`: see and check a distributed-training rank layout before
 //! launching it.
 //!
-//! The binary is thin: `main` parses the command line ([`args`]), runs it
-//! with the one dispatcher ([`commands`], a file per subcommand) and maps
-//! the outcome to the exit status: 0 on success (and on a closed output
-//! pipe), 1 when `check --strict` fails, 2 for bad input with the error on
-//! stderr and nothing on stdout.
+//! The binary is thin: `main` parses the command line ([`commands::Cli`]:
+//! a file per subcommand, each with its flags and its `run`, over the
+//! shared flag groups of [`args`]), runs it with the one dispatcher and
+//! maps the outcome to the exit status: 0 on success (and on a closed
+//! output pipe), 1 when `check --strict` fails or `relayout` finds no
+//! policy that can go on, 2 for bad input with the error on stderr and
+//! nothing on stdout.
 //!
 //! Below the commands: [`input`] reads what a command works on from its
 //! flags, either one [`target`] (a layout or a mesh, from the flags merged
@@ -30,6 +32,7 @@ mod commands;
 mod config;
 mod error;
 mod format;
+mod hosts_file;
 mod input;
 mod megatron;
 mod modules_target;
@@ -46,17 +49,16 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use args::Cli;
-use commands::run;
+use commands::Cli;
 use error::{Failure, Outcome};
 
 /// Parses the command line, runs it, and maps the outcome to the exit
 /// status (usage errors exit 2 from clap's own parser).
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(&cli) {
+    match cli.command.run() {
         Ok(Outcome::Done) => ExitCode::SUCCESS,
-        Ok(Outcome::StrictFailed(message)) => {
+        Ok(Outcome::StrictFailed(message) | Outcome::Refused(message)) => {
             eprintln!("{message}");
             ExitCode::from(1)
         }

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use rank_layout::{MeshSpec, Modules, ModulesSpec};
+use rank_layout::{MeshSpec, Modules, modules::ModulesSpec};
 use serde_json::{Map, Value};
 
 use crate::error::Failure;

@@ -1,22 +1,20 @@
 //! `check --hosts` and `rank --hosts`: the job on the hosts it got, in the
-//! table's order or in `place`'s.
+//! table's order or in `place`'s, as the library's [`Placed`].
 
-use rank_layout::machine::{
-    Hosts, NodePlan, PlaceOptions, Shortfall, default_must_fit, place_layout,
-};
-use rank_layout_cli::hosts_file;
+use rank_layout::Topology;
+use rank_layout::machine::{Placed, Shortfall};
 
 use crate::args::MachineArgs;
+use crate::config::Setup;
 use crate::error::Failure;
+use crate::hosts_file;
 use crate::target::Target;
 
-/// The job on its hosts: the table, the node -> host plan and the order's
-/// name (`table` or `placed`).
+/// The job on its hosts: the placement and the order's name (`table` or
+/// `placed`).
 pub struct OnHosts {
-    /// The host table.
-    pub hosts: Hosts,
-    /// Logical node -> host.
-    pub plan: NodePlan,
+    /// The job on the host table.
+    pub placed: Placed,
     /// `table` (the hosts in the table's order) or `placed` (`place`'s).
     pub order: &'static str,
     /// The file, for reports.
@@ -24,58 +22,50 @@ pub struct OnHosts {
 }
 
 impl OnHosts {
-    /// The job of `target` on `--hosts`, `None` without the flag.
-    /// `gpus_per_node`: the flag's, when given.
+    /// The job of `target` on `--hosts`, `None` without the flag; the GPUs
+    /// per node are the setup's as given, else the table's.
     ///
     /// # Errors
-    /// The host table's errors; too few usable hosts; `--placed` for a
-    /// mesh, or no placement.
+    /// The host table's errors; the GPU count's; too few usable hosts; no
+    /// placement.
     pub fn load(
         machine: &MachineArgs,
         target: &Target,
-        gpus_per_node: Option<u32>,
+        setup: &Setup,
     ) -> Result<Option<OnHosts>, Failure> {
         let Some(path) = &machine.hosts else {
             return Ok(None);
         };
-        let hosts =
-            hosts_file::read_with(path, &machine.hosts_read.options()).map_err(Failure::Message)?;
-        let g = match gpus_per_node {
-            Some(g) => g,
-            None => common_gpus(&hosts).ok_or_else(|| {
-                Failure::Message(format!(
-                    "--hosts {}: the hosts do not all give one GPU count: give --gpus-per-node",
-                    path.display()
-                ))
-            })?,
-        };
-        let (plan, order) = if machine.placed {
-            let Target::Layout { layout, .. } = target else {
-                return Err(Failure::Message(
-                    "--placed takes a layout (place's must-fit kinds); for a mesh, place it with `place --emit` and check the table in that order".to_string(),
-                ));
+        let hosts = hosts_file::read(path, machine.hosts_read.reader())?;
+        let (placed, order) = if machine.placed {
+            let options = setup.place_options(&hosts, Shortfall::Straddle)?;
+            let placed = match target {
+                Target::Layout { layout, .. } => Placed::layout(layout, None, hosts, &options)?,
+                Target::Mesh(m) => Placed::mesh(&m.mesh, None, hosts, &options)?,
             };
-            let options = PlaceOptions {
-                gpus_per_node: Some(g),
-                shortfall: Shortfall::Straddle,
-            };
-            let (_, plan) = place_layout(layout, &default_must_fit(layout), &hosts, &options)?;
-            (plan, "placed")
+            (placed, "placed")
         } else {
-            (NodePlan::plain(target.world_size(), &hosts, g)?, "table")
+            let g = setup.gpus_on(&hosts)?;
+            let placed =
+                Placed::table_order(target.world_size(), target.rank_offset(), hosts, Some(g))?;
+            (placed, "table")
         };
         Ok(Some(OnHosts {
-            hosts,
-            plan,
+            placed,
             order,
             file: path.display().to_string(),
         }))
     }
-}
 
-/// The GPU count every host gives, when they agree.
-fn common_gpus(hosts: &Hosts) -> Option<u32> {
-    let mut counts = hosts.iter().filter_map(|h| h.gpus);
-    let first = counts.next()?;
-    counts.all(|c| c == first).then_some(first)
+    /// The machine of the job on these hosts: their GPUs per node, the
+    /// setup's nodes per domain.
+    ///
+    /// # Errors
+    /// The library's, for sizes that overflow.
+    pub fn topology(&self, setup: &Setup) -> Result<Topology, Failure> {
+        Ok(Topology::new(
+            self.placed.gpus_per_node(),
+            setup.topology.nodes_per_domain(),
+        )?)
+    }
 }

@@ -190,15 +190,13 @@ impl Target {
     /// # Errors
     /// A set it does not have.
     pub fn kind_groups(&self, set: &DimSet) -> Result<KindGroups, Failure> {
-        let offset = self.rank_offset();
-        let groups = self
-            .groups(set)?
-            .map(|g| g.iter().map(|r| r - offset).collect())
-            .collect();
-        Ok(KindGroups {
-            name: set.to_string(),
-            groups,
-        })
+        match (self, set) {
+            (Target::Layout { layout, .. }, DimSet::Kind(kind)) => {
+                Ok(KindGroups::of_layout(layout, *kind)?)
+            }
+            (Target::Mesh(m), DimSet::Mesh(name)) => Ok(KindGroups::of_mesh(&m.mesh, name)?),
+            _ => Err(mismatch(set)),
+        }
     }
 
     /// Whether the target has `set`.

@@ -4,6 +4,8 @@
 // restriction lints (Cargo.toml) are for the library and the command.
 #![allow(clippy::restriction)]
 
+mod common;
+
 use std::process::{Command, Output};
 
 use serde_json::Value;
@@ -195,8 +197,7 @@ fn rank_answers_for_two_to_the_31_ranks() {
 
 #[test]
 fn config_file_and_flag_override() {
-    let dir = std::env::temp_dir().join(format!("rank-layout-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::temp_dir("config-override");
     let path = dir.join("layout.json");
     std::fs::write(
         &path,

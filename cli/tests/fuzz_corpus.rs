@@ -1,15 +1,14 @@
 //! Replays the committed fuzz seed corpus of the configuration-file reader
 //! (`fuzz/corpus/cli_config/`) through the `cli_config` target's entry
-//! function, so CI checks it without a fuzzer; the library's targets are
-//! replayed by the library's `tests/fuzz_corpus.rs`. See `fuzz/README.md`.
+//! function, so CI checks it without a fuzzer; the library's targets (the
+//! host tables among them) are replayed by the library's
+//! `tests/fuzz_corpus.rs`. See `fuzz/README.md`.
 // Test code may unwrap, expect, panic and index: the workspace's clippy
 // restriction lints (Cargo.toml) are for the library and the command.
 #![allow(clippy::restriction)]
 
 #[path = "../../fuzz/src/cli_config.rs"]
 mod cli_config;
-#[path = "../../fuzz/src/host_table.rs"]
-mod host_table;
 #[path = "../../fuzz/src/replay.rs"]
 mod replay;
 
@@ -21,11 +20,6 @@ const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../fuzz/corpus");
 #[test]
 fn corpus_cli_config() {
     replay(CORPUS, "cli_config", cli_config::cli_config);
-}
-
-#[test]
-fn corpus_host_table() {
-    replay(CORPUS, "host_table", host_table::host_table);
 }
 
 // Regression tests: one per bug, with the input.

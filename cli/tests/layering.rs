@@ -5,9 +5,12 @@
 //! groups (`use crate::{a, b::c}`) and inline code alike, gives an edge
 //! from the file to the file that defines the module. The graph has no
 //! circle of more than two files; no command file (`commands/*.rs`)
-//! imports another (only `suggest` may use `check`); and the planner is
-//! layered: `report/suggest` stands on `report/check`, which stands on
-//! `ranking`, which stands on `spread`, which stands on `target`.
+//! imports another (only `suggest` may use `check`); every command file
+//! owns its flags (`XArgs`) and its `run`, is one line of the list in
+//! `commands/mod.rs`, and `args.rs` holds only the shared flag groups; and
+//! the planner is layered: `report/suggest` stands on `report/check`,
+//! which stands on `ranking`, which stands on `spread`, which stands on
+//! `target`.
 // Test code may unwrap, expect, panic and index: the workspace's clippy
 // restriction lints (Cargo.toml) are for the library and the command.
 #![allow(clippy::restriction)]
@@ -499,6 +502,72 @@ fn command_files_import_no_other_command_file() {
             );
         }
     }
+}
+
+/// `groups` -> `GroupsArgs`.
+fn flags_of(stem: &str) -> String {
+    let mut name = String::new();
+    for part in stem.split('_') {
+        let mut chars = part.chars();
+        if let Some(first) = chars.next() {
+            name.extend(first.to_uppercase());
+            name.push_str(chars.as_str());
+        }
+    }
+    name + "Args"
+}
+
+#[test]
+fn every_command_file_owns_its_flags_and_its_run() {
+    let dir = src().join("commands");
+    let list = code_only(&std::fs::read_to_string(dir.join("mod.rs")).unwrap());
+    let mut stems = Vec::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
+        if stem == "mod" {
+            continue;
+        }
+        let text = code_only(&std::fs::read_to_string(&path).unwrap());
+        let flags = flags_of(&stem);
+        assert!(
+            text.contains(&format!("pub struct {flags} ")),
+            "commands/{stem}.rs has no `pub struct {flags}`"
+        );
+        assert!(
+            text.contains(&format!("pub fn run(args: &{flags})")),
+            "commands/{stem}.rs has no `pub fn run(args: &{flags})`"
+        );
+        // One line of the list: its module, variant and flags.
+        let line = list
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("mod {stem};")))
+            .unwrap_or_else(|| panic!("commands/mod.rs does not list {stem}"));
+        assert!(line.contains(&format!("{stem}::{flags}")), "{line}");
+        stems.push(stem);
+    }
+    assert!(stems.len() >= 10, "{stems:?}");
+    // args.rs holds the shared groups only: no subcommand, no command's
+    // flags.
+    let args = code_only(&std::fs::read_to_string(src().join("args.rs")).unwrap());
+    let mut types: Vec<&str> = args
+        .split("pub struct ")
+        .skip(1)
+        .chain(args.split("pub enum ").skip(1))
+        .filter_map(|t| t.split(|c: char| !c.is_alphanumeric()).next())
+        .collect();
+    types.sort_unstable();
+    assert_eq!(
+        types,
+        [
+            "Format",
+            "HostsReadArgs",
+            "MachineArgs",
+            "OutputArgs",
+            "SetupArgs"
+        ]
+    );
+    assert!(!args.contains("Subcommand"));
 }
 
 #[test]

@@ -1,6 +1,9 @@
 //! `check --hosts` and `rank --hosts`: the job on the hosts it got, in the
 //! table's order or in `place`'s (`--placed`), on the worked GB200 case of
-//! racks listed interleaved host by host (the semantics, section 10).
+//! racks listed interleaved host by host (the semantics, section 10); the
+//! GPUs per node of the merged setup (flags over `--config`) or of the
+//! table's healthy hosts. Each test writes its files in a directory of its
+//! own (`temp_dir`), so the tests of this file may run at once.
 // Test code may unwrap, expect, panic and index: the workspace's clippy
 // restriction lints (Cargo.toml) are for the library and the command.
 #![allow(clippy::restriction)]
@@ -136,10 +139,6 @@ fn hosts_refusals() {
     let path = interleaved();
     let hosts = path.to_str().unwrap();
     fails_with_args(
-        &["check", "--mesh", "tp=8,dp=2", "--hosts", hosts, "--placed"],
-        "--placed takes a layout",
-    );
-    fails_with_args(
         &[
             "check",
             "--tp",
@@ -154,5 +153,137 @@ fn hosts_refusals() {
     fails_with_args(
         &["check", "--tp", "8", "--world-size", "16", "--placed"],
         "--hosts",
+    );
+}
+
+/// A mesh is placed by `--placed` as `place` places it (it was refused).
+#[test]
+fn a_mesh_in_place_s_order() {
+    let path = interleaved();
+    let hosts = path.to_str().unwrap();
+    let mesh = ["--mesh", "tp=8,dp=144"];
+    let mut args = vec!["check"];
+    args.extend(mesh);
+    args.extend([
+        "--hosts", hosts, "--placed", "--kind", "tp", "--format", "json",
+    ]);
+    let v = json(&args);
+    assert_eq!(crossing(&v, "tp"), 0);
+    let mut place = vec!["place"];
+    place.extend(mesh);
+    place.extend(["--hosts", hosts, "--format", "json"]);
+    assert_eq!(v["hosts"]["node_hosts"], json(&place)["node_hosts"]);
+}
+
+/// The GPUs per node come from the merged setup: `gpus_per_node` in a
+/// `--config` file is used by `check --hosts`, `rank --hosts`, `place`
+/// and `relayout --hosts` (it was ignored: the raw flag was read, and
+/// each refused the table as one without GPU counts); without it, the count
+/// of the table's healthy hosts (an unhealthy host of another count no
+/// longer makes the table's count unknown).
+#[test]
+fn gpus_per_node_of_the_config_and_of_the_healthy_hosts() {
+    let dir = temp_dir("on-hosts-gpus");
+    let table = dir.join("hosts.txt");
+    // No GPU counts: 8 hosts in 2 racks.
+    let mut text = String::new();
+    for i in 0..8 {
+        text.push_str(&format!("n{i} r{} \n", i / 4));
+    }
+    std::fs::write(&table, &text).unwrap();
+    let config = dir.join("machine.toml");
+    std::fs::write(&config, "gpus_per_node = 2\n").unwrap();
+    let (t, c) = (table.to_str().unwrap(), config.to_str().unwrap());
+    for command in [
+        vec!["check", "--tp", "4", "--world-size", "16"],
+        vec!["rank", "5", "--tp", "4", "--world-size", "16"],
+        vec!["place", "--tp", "4", "--world-size", "16"],
+    ] {
+        let mut args = command.clone();
+        args.extend(["--hosts", t, "--format", "json"]);
+        let mut with_config = args.clone();
+        with_config.extend(["--config", c]);
+        let v = json(&with_config);
+        let hosts = if command[0] == "place" {
+            &v
+        } else {
+            &v["hosts"]
+        };
+        assert_eq!(
+            hosts["node_hosts"].as_array().unwrap().len(),
+            8,
+            "{command:?}"
+        );
+        // Without a count anywhere: refused, naming the command's flag and
+        // key (not the library's field).
+        let stderr = fails_with_args(&args, "--gpus-per-node (or gpus_per_node in --config)");
+        assert!(!stderr.contains("PlaceOptions"), "{stderr}");
+    }
+    // relayout --hosts too: host n3's node is 2 ranks (of 16), so dropping
+    // its tp-4 replica leaves 12.
+    let mut relayout = vec![
+        "relayout",
+        "--tp",
+        "4",
+        "--world-size",
+        "16",
+        "--hosts",
+        t,
+        "--failed-hosts",
+        "n3",
+        "--policy",
+        "drop-replica",
+        "--format",
+        "json",
+    ];
+    fails_with_args(&relayout, "--gpus-per-node (or gpus_per_node in --config)");
+    relayout.extend(["--config", c]);
+    let v = json(&relayout);
+    assert_eq!(
+        (v["old_world_size"].as_u64(), v["world_size"].as_u64()),
+        (Some(16), Some(12))
+    );
+    let check = |extra: &[&str]| {
+        let mut args = vec!["check", "--tp", "4", "--world-size", "16", "--hosts", t];
+        args.extend(extra);
+        args.extend(["--format", "json"]);
+        json(&args)
+    };
+    // check's own table uses the hosts' GPUs per node too: tp groups of 4
+    // span 2 nodes of 2 GPUs (inside one node of the default 8).
+    let v = check(&["--config", c]);
+    assert_eq!(v["kinds"]["tp"]["cross_node_groups"], 4, "{v}");
+    // Healthy hosts of different counts: refused, naming the flag.
+    std::fs::write(&table, "a r0 2\nb r0 4\n").unwrap();
+    for command in ["check", "place"] {
+        let args = [command, "--tp", "2", "--world-size", "4", "--hosts", t];
+        let stderr = fails_with_args(&args, "--gpus-per-node");
+        assert!(
+            stderr.contains("2 on 1 host(s), 4 on 1 host(s)"),
+            "{stderr}"
+        );
+    }
+    // A table whose healthy hosts give 4 GPUs and a down host 8.
+    std::fs::write(&table, "a r0 4\nb r0 4\nc r1 4\nd r1 4\ne r1 8 down\n").unwrap();
+    let v = check(&["--kind", "tp"]);
+    assert_eq!(crossing(&v, "tp"), 0);
+}
+
+/// README.md says when `--gpus-per-node`'s default does not apply: with a
+/// host table, the table's count, so a table without counts needs the
+/// flag (it said only "default 8", and `place` refused such a table; the
+/// test above shows the refusal).
+#[test]
+fn the_readme_says_when_a_host_table_needs_gpus_per_node() {
+    let readme =
+        std::fs::read_to_string(format!("{}/../README.md", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let text = readme.split_whitespace().collect::<Vec<_>>().join(" ");
+    let (_, rest) = text
+        .split_once("`--gpus-per-node N` (")
+        .expect("README documents --gpus-per-node N");
+    let said = rest.split_once(')').unwrap().0;
+    assert!(
+        said.starts_with("default 8") && said.contains("`--hosts`") && said.contains("needs it"),
+        "{said}"
     );
 }

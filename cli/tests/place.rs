@@ -270,8 +270,8 @@ fn bad_tables_are_errors_naming_the_line() {
         ("a r1 4\na r2 4\n", "listed twice"),
         ("a r1 four\n", "\"four\""),
         ("a\n", "line 1"),
-        ("[{\"host\": \"a\", \"gpus\": 0}]", "at least one GPU"),
-        ("[{\"host\": \"a\", \"rack\": 1}]", "not a host table"),
+        ("[{\"host\": \"a\", \"gpus\": 0}]", "gpus = 0"),
+        ("[{\"host\": \"a\", \"rack\": 1}]", "unknown key \"rack\""),
         ("a r1 4\n", "not a whole number of nodes"),
     ] {
         let path = dir.join("t.txt");
@@ -381,4 +381,47 @@ fn device_mesh_rank_map_reads_back() {
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("torch sorts each group's members by rank")
     );
+}
+
+/// Every kind placed, by level: on NVIDIA topograph's simulated tree (a
+/// core, 6 spines, 12 leaves of 8 hosts), the mesh of tp 8, dp 16, pp 2
+/// (the worked case of semantics 10: dp crosses no spine, 16 leaves, as in
+/// the table's order) reports tp as must fit, then dp and pp placed as the
+/// others, each at every level, placed and in the table's order, and that
+/// the node order is the placement's.
+#[test]
+fn every_kind_placed_by_level() {
+    let conf = format!(
+        "{}/../tests/data/hosts/topograph_slinky_oci_sim_tree.conf",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let flags = "--hosts-format topology-conf --gpus-per-node 8 --mesh tp=8,dp=16,pp=2";
+    let v = place(Path::new(&conf), flags);
+    let kinds = v["kinds"].as_array().unwrap();
+    let row = |k: &Value| {
+        (
+            k["kind"].as_str().unwrap().to_string(),
+            k["must_fit"].as_bool().unwrap(),
+            k["crossing"].clone(),
+            k["plain_crossing"].clone(),
+        )
+    };
+    let rows: Vec<_> = kinds.iter().map(row).collect();
+    assert_eq!(
+        rows[0],
+        ("tp".into(), true, [0, 0, 0].into(), [0, 0, 0].into())
+    );
+    assert_eq!(
+        rows[1],
+        ("dp".into(), false, [0, 0, 16].into(), [0, 0, 16].into())
+    );
+    assert_eq!((rows[2].0.as_str(), rows[2].1), ("pp", false));
+    assert_eq!(rows.len(), 3);
+    assert_eq!(v["table_order"], false);
+    let mut args = vec!["place", "--hosts", &conf];
+    args.extend(flags.split_whitespace());
+    let text = stdout_args(&args);
+    assert!(text.contains("by level, outermost first"), "{text}");
+    let dp = text.lines().find(|l| l.starts_with("dp ")).unwrap();
+    assert!(dp.ends_with("0/0/16 (0/0/16)"), "{dp}");
 }

@@ -7,16 +7,12 @@
 //! - `cli_config.rs`: the command line's configuration-file reader
 //!   (`rank_layout_cli::config_file`). The CLI package's replay test
 //!   `cli/tests/fuzz_corpus.rs` includes that file as a module.
-//! - `host_table.rs`: the host table readers (the library's plain table,
-//!   the command line's `--hosts` reader), replayed by the same test.
 //!
 //! `replay.rs`, not a module of this crate, is the corpus replay of both
 //! replay tests (each includes it as a module).
 
 mod cli_config;
 mod entries;
-mod host_table;
 
 pub use cli_config::cli_config;
-pub use host_table::host_table;
 pub use entries::*;

@@ -25,6 +25,7 @@ pub(crate) fn array_of<'py>(
     // groups, then the decoder's), so the first and the last tell.
     let width = width_of(kind, &groups)?;
     crate::memory::check_array(groups.member_count())?;
+    crate::lists::numpy_loaded(py)?;
     let members = py
         .detach(move || groups.table().map(|t| t.into_members()))
         .or_raise()?;
@@ -52,6 +53,7 @@ pub(crate) fn arrays_of<'py>(
         shapes.push((groups.len(), width));
     }
     crate::memory::check_array(total)?;
+    crate::lists::numpy_loaded(py)?;
     let len = usize::try_from(total)
         .map_err(|_| PyMemoryError::new_err(format!("{total} members do not fit this machine")))?;
     let members = py

@@ -16,6 +16,10 @@
 //! - [`modules`]: the `Modules` class (modules, edges, bridge plans);
 //! - [`machine`]: `place`, a layout or mesh placed on a host table.
 //! - [`relayout`]: `relayout`, the re-layout after a failure.
+//! - [`reshard`]: `reshard`, the plan moving a model's tensors between
+//!   layouts.
+//! - [`inference_shards`]: the `InferenceShards` class (Megatron-Core 0.19's
+//!   `--inference-shards`).
 #![forbid(unsafe_code)]
 // The doc comments of `#[pyclass]` and `#[pymethods]` items are Python
 // docstrings (reST with doctest examples, run by python/tests), not Markdown.
@@ -25,6 +29,7 @@ mod array;
 mod card;
 mod config;
 mod error;
+mod inference_shards;
 mod kind;
 mod layout;
 mod lists;
@@ -34,6 +39,7 @@ mod memory;
 mod mesh;
 mod modules;
 mod relayout;
+mod reshard;
 mod value;
 
 use pyo3::prelude::*;
@@ -48,15 +54,20 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<megatron::PyCoreRankGenerator>()?;
     m.add_class::<mesh::PyMesh>()?;
     m.add_class::<modules::PyModules>()?;
+    m.add_class::<inference_shards::PyInferenceShards>()?;
+    m.add_class::<inference_shards::PyInferenceShard>()?;
     m.add_function(wrap_pyfunction!(mesh::torchtitan_mesh, m)?)?;
     m.add_function(wrap_pyfunction!(megatron::megatron_config, m)?)?;
     m.add_function(wrap_pyfunction!(megatron::audit, m)?)?;
     m.add_function(wrap_pyfunction!(machine::place, m)?)?;
     m.add_class::<relayout::PyRelayout>()?;
     m.add_function(wrap_pyfunction!(relayout::relayout, m)?)?;
+    m.add_class::<reshard::PyReshard>()?;
+    m.add_function(wrap_pyfunction!(reshard::reshard, m)?)?;
     // Named apart from the package's `MEGATRON_ARGS` (argument -> key), a
     // dict built from these rows: one `MEGATRON_ARGS` in Python.
     m.add("MEGATRON_TABLE", megatron::table(m.py())?)?;
     m.add_function(wrap_pyfunction!(memory::memory_limits, m)?)?;
+    m.add_function(wrap_pyfunction!(memory::check_ints_in_cgroups, m)?)?;
     Ok(())
 }

@@ -6,13 +6,32 @@
 //! hang. Here the members go, without a copy, into a NumPy `uint32` array
 //! whose `tolist` makes the ints and lists and raises `MemoryError` when
 //! one cannot be allocated; the members themselves are collected with
-//! `try_reserve`.
+//! `try_reserve`. NumPy itself is imported first where a failure is an
+//! exception ([`numpy_loaded`]).
 
 use numpy::{PyArray1, PyArrayMethods};
 use pyo3::exceptions::PyMemoryError;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::PyList;
 use rank_layout::GroupTable;
+
+/// Whether NumPy's array module has been imported by [`numpy_loaded`].
+static NUMPY: PyOnceLock<()> = PyOnceLock::new();
+
+/// `Ok` once NumPy's array module is imported. The `numpy` crate imports
+/// it on first use and panics when that fails, as it does in a process at
+/// its address-space limit (NumPy's extension cannot be mapped), where an
+/// answer too small to be checked against the limits ([`crate::memory`])
+/// could be the first. Every array is made after this.
+///
+/// # Errors
+/// NumPy's `ImportError`.
+pub(crate) fn numpy_loaded(py: Python<'_>) -> PyResult<()> {
+    NUMPY
+        .get_or_try_init(py, || numpy::get_array_module(py).map(drop))
+        .copied()
+}
 
 /// `MemoryError` for `members` ranks that cannot be collected.
 fn no_memory(members: usize) -> PyErr {
@@ -36,6 +55,7 @@ pub(crate) fn try_copy(members: &[u32]) -> PyResult<Vec<u32>> {
 /// # Errors
 /// `MemoryError` when an int or the list cannot be allocated.
 pub(crate) fn ints(py: Python<'_>, members: Vec<u32>) -> PyResult<Bound<'_, PyList>> {
+    numpy_loaded(py)?;
     Ok(PyArray1::from_vec(py, members)
         .call_method0("tolist")?
         .cast_into::<PyList>()?)
@@ -52,6 +72,7 @@ pub(crate) fn rows(
     count: usize,
     width: usize,
 ) -> PyResult<Bound<'_, PyList>> {
+    numpy_loaded(py)?;
     Ok(PyArray1::from_vec(py, members)
         .reshape([count, width])?
         .call_method0("tolist")?

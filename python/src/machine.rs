@@ -1,13 +1,16 @@
 //! `place`: a layout or mesh placed on a host table (the crate's
-//! `machine` module), as a dict.
+//! `machine` module, its `Placed` value), as a dict; and the host table
+//! and the failure of a placed job that `relayout(hosts=...)` takes.
 
+use pyo3::exceptions::PyUserWarning;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
 use rank_layout::Kind;
+use rank_layout::Layout;
 use rank_layout::machine::{
-    self, Host, Hosts, KindGroups, Launcher, NodePlan, PlaceOptions, Shortfall, default_must_fit,
-    place_layout,
+    Hosts, HostsFormat, HostsReader, Launcher, PlaceOptions, Placed, Shortfall,
 };
+use rank_layout::relayout::Failure;
 
 use crate::error::{OrRaise, raise};
 use crate::kind::kind;
@@ -21,21 +24,30 @@ use crate::value::{describe, size};
 /// ``ep`` dims) inside one domain, as ``rank-layout place`` does (the
 /// rules: the semantics, section 10).
 ///
-/// ``hosts`` is the plain table's text (``host domain [gpus] [state]`` per
-/// line) or a list of dicts (``host``, ``domain`` or ``keys``, ``gpus``,
-/// ``healthy``). ``gpus_per_node`` when the table gives no GPUs;
+/// ``hosts`` is a host table's text in ``hosts_format`` (``"auto"``: JSON
+/// when it starts with ``[`` or ``{``, else the plain table ``host domain
+/// [gpus] [state]`` per line; ``"plain"``, ``"json"``, ``"nvidia-smi"``,
+/// ``"topology-conf"``, ``"topology-yaml"``, ``"scontrol"``,
+/// ``"slurm-topology-addr"``, ``"kubectl"``: every format the command line
+/// reads), a list of dicts (``host``, ``domain`` or ``keys``, ``gpus``,
+/// ``healthy``: the JSON table), or, for ``"nvidia-smi"``, a dict of host
+/// -> its ``nvidia-smi -q`` output. ``clique_label`` (kubectl),
+/// ``topology`` (topology-yaml) and ``nodelist`` (a Slurm hostlist of the
+/// job's hosts) are the command line's ``--clique-label``, ``--topology``
+/// and ``--nodelist``; what the reading notices (a nodelist host the table
+/// lacks) is a ``UserWarning``. ``gpus_per_node``: default the GPU count
+/// of the table's healthy hosts (needed when it gives none);
 /// ``on_shortfall`` ``"straddle"`` (every rank used, fewest crossing
 /// groups), ``"shrink"`` (a smaller dp, layouts only) or ``"fail"``.
 ///
 /// Returns a dict: ``node_hosts`` (the host of logical node 0, 1, ...),
-/// ``idle``, ``unhealthy``, ``unit_nodes``, ``units``, ``whole_units``,
-/// ``straddling_units``, ``crossing`` (must-fit kind -> its groups spanning
-/// more than one domain), ``plain_crossing`` (the same with the hosts in
-/// the table's order), ``notes``, ``target`` (the layout placed: a smaller
-/// one after ``"shrink"``) and ``files`` (launcher -> file text:
-/// ``slurm-hostfile``, ``rankfile``, ``torchrun``, ``dlrover``,
-/// ``device-mesh``). No
-/// placement raises :class:`LayoutError`.
+/// ``idle``, ``unhealthy``, ``gpus_per_node``, ``unit_nodes``, ``units``,
+/// ``whole_units``, ``straddling_units``, ``crossing`` (must-fit kind ->
+/// its groups spanning more than one domain), ``plain_crossing`` (the same
+/// with the hosts in the table's order), ``notes``, ``target`` (the layout
+/// placed: a smaller one after ``"shrink"``) and ``files`` (launcher ->
+/// file text: ``slurm-hostfile``, ``rankfile``, ``torchrun``, ``dlrover``,
+/// ``device-mesh``). No placement raises :class:`LayoutError`.
 ///
 /// >>> from rank_layout import Layout, place
 /// >>> hosts = "a0 r0 4\na1 r1 4\na2 r0 4\na3 r1 4\n"
@@ -44,8 +56,12 @@ use crate::value::{describe, size};
 /// (['a0', 'a2', 'a1', 'a3'], {'tp': 0}, {'tp': 2})
 /// >>> p["files"]["torchrun"].splitlines()[1]
 /// 'a2 1'
+/// >>> conf = "BlockName=b1 Nodes=a[0-1]\nBlockName=b2 Nodes=a[2-3]\n"
+/// >>> place(Layout(tp=8, world_size=16), conf, must_fit=["tp"], hosts_format="topology-conf", gpus_per_node=4)["crossing"]
+/// {'tp': 0}
 #[pyfunction]
-#[pyo3(signature = (target, hosts, *, must_fit=None, gpus_per_node=None, on_shortfall="straddle"))]
+#[pyo3(signature = (target, hosts, *, must_fit=None, gpus_per_node=None, on_shortfall="straddle", hosts_format="auto", clique_label=None, topology=None, nodelist=None))]
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn place<'py>(
     py: Python<'py>,
     target: &Bound<'py, PyAny>,
@@ -53,103 +69,56 @@ pub(crate) fn place<'py>(
     must_fit: Option<Vec<String>>,
     gpus_per_node: Option<&Bound<'py, PyAny>>,
     on_shortfall: &str,
+    hosts_format: &str,
+    clique_label: Option<String>,
+    topology: Option<String>,
+    nodelist: Option<String>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let hosts = host_table(hosts)?;
-    let options = PlaceOptions {
-        gpus_per_node: match gpus_per_node {
-            Some(g) if !g.is_none() => Some(size("gpus_per_node", g)?),
-            _ => None,
-        },
-        shortfall: match on_shortfall {
-            "straddle" => Shortfall::Straddle,
-            "shrink" => Shortfall::Shrink,
-            "fail" => Shortfall::Fail,
-            other => {
-                return Err(raise(format!(
-                    "on_shortfall must be 'straddle', 'shrink' or 'fail', got {other:?}"
-                )));
-            }
-        },
-    };
-    let out = PyDict::new(py);
-    let (plan, must, placed): (NodePlan, Vec<KindGroups>, Bound<'py, PyAny>) =
-        if let Ok(layout) = target.cast::<PyLayout>() {
-            let layout = &layout.get().inner;
-            let kinds: Vec<Kind> = match &must_fit {
-                Some(names) => names
+    let reader = reader(hosts_format, clique_label, topology, nodelist)?;
+    let shortfall: Shortfall = on_shortfall
+        .parse()
+        .map_err(|e| raise(format!("on_shortfall: {e}")))?;
+    let options = place_options(gpus_per_node, shortfall)?;
+    let hosts = read_hosts(py, hosts, &reader)?;
+    let placed = if let Ok(layout) = target.cast::<PyLayout>() {
+        let kinds: Option<Vec<Kind>> = match &must_fit {
+            Some(names) => Some(
+                names
                     .iter()
                     .map(|n| kind(&PyString::new(py, n).into_any()))
                     .collect::<PyResult<_>>()?,
-                None => default_must_fit(layout),
-            };
-            let (placed, plan) = place_layout(layout, &kinds, &hosts, &options).or_raise()?;
-            let must = kinds
-                .iter()
-                .map(|&k| KindGroups::of_layout(&placed, k))
-                .collect::<Result<Vec<_>, _>>()
-                .or_raise()?;
-            let obj = package_layout(py, placed)?;
-            (plan, must, obj)
-        } else if let Ok(mesh) = target.cast::<PyMesh>() {
-            if options.shortfall == Shortfall::Shrink {
-                return Err(raise(
-                    "on_shortfall='shrink' takes a Layout (its dp shrinks), not a Mesh".to_string(),
-                ));
-            }
-            let m = &mesh.get().inner;
-            let names: Vec<String> = match &must_fit {
-                Some(names) => names.clone(),
-                None => ["tp", "cp", "ep"]
-                    .into_iter()
-                    .filter(|n| m.groups(n).is_ok())
-                    .map(str::to_string)
-                    .collect(),
-            };
-            let offset = m.rank_offset();
-            let must = names
-                .iter()
-                .map(|n| {
-                    m.groups(n).map(|groups| KindGroups {
-                        name: n.clone(),
-                        groups: groups
-                            .map(|g| g.iter().map(|r| r - offset).collect())
-                            .collect(),
-                    })
-                })
-                .collect::<Result<Vec<_>, _>>()
-                .or_raise()?;
-            let plan = machine::place(m.world_size(), &must, &hosts, &options).or_raise()?;
-            (plan, must, target.clone())
-        } else {
-            return Err(raise(format!(
-                "place takes a Layout or a Mesh, got {}",
-                describe(target)
-            )));
+            ),
+            None => None,
         };
-    let name = |i: &usize| hosts.get(*i).map(|h| h.name.clone()).unwrap_or_default();
-    let world = plan.node_hosts.len() as u32 * plan.gpus_per_node;
-    let plain = NodePlan::plain(world, &hosts, plan.gpus_per_node).ok();
+        Placed::layout(&layout.get().inner, kinds.as_deref(), hosts, &options).or_raise()?
+    } else if let Ok(mesh) = target.cast::<PyMesh>() {
+        let names: Option<Vec<&str>> = must_fit
+            .as_ref()
+            .map(|n| n.iter().map(String::as_str).collect());
+        Placed::mesh(&mesh.get().inner, names.as_deref(), hosts, &options).or_raise()?
+    } else {
+        return Err(raise(format!(
+            "place takes a Layout or a Mesh, got {}",
+            describe(target)
+        )));
+    };
     let crossing = PyDict::new(py);
     let plain_crossing = PyDict::new(py);
-    for kind in &must {
-        crossing.set_item(&kind.name, plan.crossing(&hosts, kind).domain_crossing())?;
-        if let Some(p) = &plain {
-            plain_crossing.set_item(&kind.name, p.crossing(&hosts, kind).domain_crossing())?;
+    for k in placed.crossings() {
+        crossing.set_item(&k.placed.name, k.placed.domain_crossing())?;
+        if let Some(p) = &k.plain {
+            plain_crossing.set_item(&k.placed.name, p.domain_crossing())?;
         }
     }
     let files = PyDict::new(py);
     for launcher in Launcher::ALL {
-        files.set_item(launcher.name(), launcher.file(&plan, &hosts))?;
+        files.set_item(launcher.name(), placed.file(launcher))?;
     }
-    out.set_item(
-        "node_hosts",
-        plan.node_hosts.iter().map(name).collect::<Vec<_>>(),
-    )?;
-    out.set_item("idle", plan.idle.iter().map(name).collect::<Vec<_>>())?;
-    out.set_item(
-        "unhealthy",
-        plan.unhealthy.iter().map(name).collect::<Vec<_>>(),
-    )?;
+    let plan = placed.plan();
+    let out = PyDict::new(py);
+    out.set_item("node_hosts", placed.node_hosts())?;
+    out.set_item("idle", placed.idle_hosts())?;
+    out.set_item("unhealthy", placed.unhealthy_hosts())?;
     out.set_item("gpus_per_node", plan.gpus_per_node)?;
     out.set_item("unit_nodes", plan.unit_nodes)?;
     out.set_item("units", plan.units)?;
@@ -158,76 +127,140 @@ pub(crate) fn place<'py>(
     out.set_item("crossing", crossing)?;
     out.set_item("plain_crossing", plain_crossing)?;
     out.set_item("notes", plan.notes.clone())?;
-    out.set_item("target", placed)?;
+    let placed_target = match placed.placed_layout() {
+        Some(layout) => package_layout(py, layout.clone())?,
+        None => target.clone(),
+    };
+    out.set_item("target", placed_target)?;
     out.set_item("files", files)?;
     Ok(out)
 }
 
-/// The host table of a plain table's text or a list of dicts.
-fn host_table(obj: &Bound<'_, PyAny>) -> PyResult<Hosts> {
-    if let Ok(text) = obj.cast::<PyString>() {
-        return Hosts::parse_plain(&text.to_cow()?).or_raise();
+/// The host table of `obj` in any format (`hosts_format="auto"`): a
+/// table's text, a list of host dicts or a dict of host -> `nvidia-smi -q`
+/// output, as :func:`place` reads it.
+///
+/// # Errors
+/// `LayoutError` for a table that is not one.
+pub(crate) fn host_table(obj: &Bound<'_, PyAny>) -> PyResult<Hosts> {
+    read_hosts(obj.py(), obj, &HostsReader::new(HostsFormat::Auto))
+}
+
+/// The failure of `layout`'s job as `place` places it on `hosts` (its
+/// default must-fit kinds, every rank used) when the hosts `failed_hosts`
+/// fail and the ranks `failed` besides: what `relayout(hosts=...)` plans
+/// for.
+///
+/// # Errors
+/// `LayoutError` for a host table or a reading option that is not one,
+/// no placement, a failed host the table lacks.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn placed_failure(
+    py: Python<'_>,
+    layout: &Layout,
+    hosts: &Bound<'_, PyAny>,
+    reader: &HostsReader,
+    failed_hosts: &[String],
+    failed: &[u32],
+    gpus_per_node: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Failure> {
+    let hosts = read_hosts(py, hosts, reader)?;
+    let options = place_options(gpus_per_node, Shortfall::Straddle)?;
+    let placed = Placed::layout(layout, None, hosts, &options).or_raise()?;
+    let names: Vec<&str> = failed_hosts.iter().map(String::as_str).collect();
+    let lost = placed.fail(&names, failed).or_raise()?;
+    Ok(Failure::from(&lost))
+}
+
+/// The reader of the keyword arguments `hosts_format`, `clique_label`,
+/// `topology` and `nodelist`.
+///
+/// # Errors
+/// `LayoutError` for a format that is not one.
+pub(crate) fn reader(
+    hosts_format: &str,
+    clique_label: Option<String>,
+    topology: Option<String>,
+    nodelist: Option<String>,
+) -> PyResult<HostsReader> {
+    let format: HostsFormat = hosts_format
+        .parse()
+        .map_err(|e| raise(format!("hosts_format: {e}")))?;
+    let mut reader = HostsReader::new(format);
+    if let Some(label) = clique_label {
+        reader = reader.clique_label(label);
     }
-    let list = obj.cast::<PyList>().map_err(|_| {
-        raise(format!(
-            "hosts must be the plain table's text or a list of dicts, got {}",
-            describe(obj)
-        ))
-    })?;
-    let mut hosts = Vec::with_capacity(list.len());
-    for item in list.iter() {
-        let row = item
-            .cast::<PyDict>()
-            .map_err(|_| raise(format!("a host must be a dict, got {}", describe(&item))))?;
-        for key in row.keys() {
-            let key: String = key.extract()?;
-            if !matches!(
-                key.as_str(),
-                "host" | "name" | "domain" | "keys" | "gpus" | "healthy"
-            ) {
-                return Err(raise(format!(
-                    "unknown host key {key:?} (expected host, domain or keys, gpus, healthy)"
-                )));
-            }
+    if let Some(topology) = topology {
+        reader = reader.topology(topology);
+    }
+    if let Some(list) = nodelist {
+        reader = reader.nodelist(list);
+    }
+    Ok(reader)
+}
+
+/// How to place: `gpus_per_node` (`None`: the table's) and `shortfall`.
+fn place_options(
+    gpus_per_node: Option<&Bound<'_, PyAny>>,
+    shortfall: Shortfall,
+) -> PyResult<PlaceOptions> {
+    let mut options = PlaceOptions::default().shortfall(shortfall);
+    if let Some(g) = gpus_per_node.filter(|g| !g.is_none()) {
+        options = options.gpus_per_node(size("gpus_per_node", g)?);
+    }
+    Ok(options)
+}
+
+/// The host table of `obj`: a table's text, a list of host dicts (the JSON
+/// table, through `json.dumps`), or a dict of host -> `nvidia-smi -q`
+/// output; read by `reader`, its notes raised as `UserWarning`s.
+fn read_hosts(py: Python<'_>, obj: &Bound<'_, PyAny>, reader: &HostsReader) -> PyResult<Hosts> {
+    let read = if let Ok(text) = obj.cast::<PyString>() {
+        reader.read(&text.to_cow()?).or_raise()?
+    } else if obj.cast::<PyList>().is_ok() {
+        if !matches!(reader.format(), HostsFormat::Auto | HostsFormat::Json) {
+            return Err(raise(format!(
+                "hosts as a list of dicts is the JSON table, not hosts_format={:?}",
+                reader.format().name()
+            )));
         }
-        let name: String = match row.get_item("host")?.or(row.get_item("name")?) {
-            Some(n) => n
-                .extract()
-                .map_err(|_| raise(format!("a host's name must be a str, got {}", describe(&n))))?,
-            None => return Err(raise("a host needs its \"host\" name".to_string())),
-        };
-        let keys: Vec<String> = match (row.get_item("keys")?, row.get_item("domain")?) {
-            (Some(_), Some(_)) => {
+        // Any index (a numpy integer) is written as the int it is.
+        let json = py.import("json")?;
+        let kwargs = PyDict::new(py);
+        kwargs.set_item("default", py.import("operator")?.getattr("index")?)?;
+        let text: String = json
+            .call_method("dumps", (obj,), Some(&kwargs))
+            .map_err(|e| raise(format!("hosts: a host's value is not JSON: {e}")))?
+            .extract()?;
+        reader.read(&text).or_raise()?
+    } else if let Ok(outputs) = obj.cast::<PyDict>() {
+        let mut files: Vec<(String, String)> = Vec::with_capacity(outputs.len());
+        for (host, text) in outputs.iter() {
+            let pair = (host.extract::<String>(), text.extract::<String>());
+            let (Ok(host), Ok(text)) = pair else {
                 return Err(raise(format!(
-                    "host {name:?}: give domain or keys, not both"
+                    "hosts as a dict is host -> its nvidia-smi -q output (str -> str), got {}: {}",
+                    describe(&host),
+                    describe(&text)
                 )));
-            }
-            (Some(k), None) => k.extract()?,
-            (None, Some(d)) if d.is_none() => Vec::new(),
-            (None, Some(d)) => {
-                let d: String = d.extract()?;
-                if d == "-" || d == "unknown" || d.is_empty() {
-                    Vec::new()
-                } else {
-                    d.split('/').map(str::to_string).collect()
-                }
-            }
-            (None, None) => Vec::new(),
-        };
-        let gpus = match row.get_item("gpus")? {
-            Some(g) if !g.is_none() => Some(size("gpus", &g)?),
-            _ => None,
-        };
-        let healthy = match row.get_item("healthy")? {
-            Some(h) => h.extract::<bool>()?,
-            None => true,
-        };
-        hosts.push(Host {
-            name,
-            gpus,
-            healthy,
-            keys,
-        });
+            };
+            files.push((host, text));
+        }
+        let pairs: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(h, t)| (h.as_str(), t.as_str()))
+            .collect();
+        reader.read_nvidia_smi_files(&pairs).or_raise()?
+    } else {
+        return Err(raise(format!(
+            "hosts must be a host table's text, a list of dicts or (nvidia-smi) a dict of host -> output, got {}",
+            describe(obj)
+        )));
+    };
+    for note in &read.notes {
+        // A note quotes the table's text: no NUL reaches a C string.
+        let message = std::ffi::CString::new(note.replace('\0', "\\0")).unwrap_or_default();
+        PyErr::warn(py, &py.get_type::<PyUserWarning>(), &message, 1)?;
     }
-    Hosts::new(hosts).or_raise()
+    Ok(read.hosts)
 }

@@ -53,7 +53,7 @@ fn value(name: &str, takes: ArgType, obj: &Bound<'_, PyAny>) -> PyResult<Option<
 fn read_from_python(arg: &MegatronArg) -> bool {
     match arg.handling {
         Handling::Modelled => arg.source != Source::Torchrun,
-        Handling::Refused => true,
+        Handling::Refused | Handling::Separate => true,
         _ => false,
     }
 }
@@ -66,7 +66,7 @@ const FORMS: &str = "an argparse.Namespace (or any object with the arguments as 
 /// # Errors
 /// `TypeError` naming the type of `args` (or of a word) when it is none of
 /// the forms; `LayoutError` for a value out of range.
-fn parsed_args(args: &Bound<'_, PyAny>) -> PyResult<MegatronArgs> {
+pub(crate) fn parsed_args(args: &Bound<'_, PyAny>) -> PyResult<MegatronArgs> {
     if args.is_instance_of::<PyString>() {
         return MegatronArgs::parse_command_line(&args.extract::<String>()?).or_raise();
     }
@@ -226,7 +226,9 @@ pub(crate) fn audit<'py>(
 
 /// The crate's one table of Megatron-LM arguments: ``(name, flag, key,
 /// meaning, handling, source)`` rows, ``handling`` ``"modelled"``,
-/// ``"refused"`` or ``"no group change"``, ``source`` ``"main"``,
+/// ``"refused"``, ``"separate"`` (``inference_shards``, read by
+/// ``InferenceShards.from_megatron_args``), ``"model"`` (the model's
+/// shape: layers, sizes, vocabulary; read by a reshard's model) or ``"no group change"``, ``source`` ``"main"``,
 /// ``"removed"``, ``"attribute"`` or ``"torchrun"``.
 pub(crate) fn table<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
     let rows = PyList::empty(py);
@@ -234,6 +236,8 @@ pub(crate) fn table<'py>(py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let handling = match a.handling {
             Handling::Modelled => "modelled",
             Handling::Refused => "refused",
+            Handling::Separate => "separate",
+            Handling::Model => "model",
             _ => "no group change",
         };
         let source = match a.source {
@@ -314,7 +318,7 @@ impl PyRankGenerator {
         independent_ep: bool,
     ) -> PyResult<Bound<'py, PyList>> {
         let token = string("token", "'tp-dp'", token)?;
-        crate::memory::check_ints(self.world)?;
+        crate::memory::check_vectors(self.world)?;
         let groups = self.inner.get_ranks(&token, independent_ep).or_raise()?;
         let width = groups.first().map_or(0, Vec::len);
         let out = PyList::empty(py);
@@ -592,13 +596,14 @@ impl PyCoreRankGenerator {
     ///
     /// >>> CoreRankGenerator(2, 1, 3, 4, 1, "tp-dp-pp").get_ranks("dp")[-1]
     /// [19, 21, 23]
-    fn get_ranks(&self, token: &Bound<'_, PyAny>) -> PyResult<Vec<Vec<u32>>> {
+    fn get_ranks<'py>(&self, token: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+        let py = token.py();
         let token = string("token", "'tp-dp'", token)?;
         let axes = self.axes_of(&token)?;
         let selection = self.mesh.select_dims(None, &axes).or_raise()?;
         let groups = self.mesh.groups_selected(selection).or_raise()?;
         crate::memory::check_ints(groups.member_count())?;
-        Ok(groups.to_vecs())
+        crate::lists::table_rows(py, groups.table().or_raise()?)
     }
 
     /// The weight-shard groups, ``get_ranks("gtp_remat")`` (ranks alone when
@@ -606,7 +611,10 @@ impl PyCoreRankGenerator {
     ///
     /// >>> CoreRankGenerator(1, 1, 2, 1, 1, "tp-gtp_remat-dp", gtp_remat=2).get_gtp_ranks(2)
     /// [[0, 1], [2, 3]]
-    fn get_gtp_ranks(&self, gtp_remat_size: &Bound<'_, PyAny>) -> PyResult<Vec<Vec<u32>>> {
+    fn get_gtp_ranks<'py>(
+        &self,
+        gtp_remat_size: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyList>> {
         let asked = size("gtp_remat_size", gtp_remat_size)?;
         let gtp_remat = self.size_of("gtp_remat");
         if asked != gtp_remat {

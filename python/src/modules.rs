@@ -7,8 +7,8 @@ use std::hash::{Hash, Hasher};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyList, PyMapping, PyString, PyTuple};
 use rank_layout::{
-    Bridge, BridgeKind, BridgeRole, ColocatedPlan, GroupList, Layout, Mesh, Modules, Selection,
-    Spans,
+    Layout, Mesh, Modules, Selection,
+    modules::{Bridge, BridgeKind, BridgeRole, ColocatedPlan, GroupList, Spans},
 };
 
 use crate::config;

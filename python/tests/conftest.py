@@ -12,6 +12,11 @@ from typing import Any
 
 import pytest
 
+# One thread per process: the gloo tests run up to 16 processes on few
+# cores (and worlds.py forks them from a server that has imported torch).
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+
 def require(module: str) -> ModuleType:
     """Imports an optional package the tests need (torch, megatron.core).
 

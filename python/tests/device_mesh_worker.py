@@ -18,6 +18,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, Callable
 
+import worlds
+
 TIMEOUT = timedelta(seconds=120)
 
 
@@ -196,7 +198,7 @@ def mesh_job(shape: list[int], names: list[str], flattens: list[list[str]], rank
     return {"differences": diff, "calls": [theirs_calls, ours_calls], "collectives": used}
 
 
-def run(rank: int, world: int, port: int, out: str, jobs: list) -> None:
+def run(rank: int, world: int, rdzv: str, out: str, jobs: list) -> None:
     """Joins the gloo world, runs every job (torchtitan's set-up and ours,
     or init_device_mesh and ours) and writes what differed to
     ``out``/rank.json."""
@@ -211,9 +213,7 @@ def run(rank: int, world: int, port: int, out: str, jobs: list) -> None:
 
         logging.disable(logging.WARNING)  # torchtitan's info lines
         torch.set_num_threads(1)
-        dist.init_process_group(
-            "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world, timeout=TIMEOUT
-        )
+        worlds.init_gloo(rank, world, rdzv, TIMEOUT)
         calls = Calls()
         for name, kind, args in jobs:
             if kind == "torchtitan":

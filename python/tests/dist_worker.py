@@ -9,6 +9,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import worlds
+
 TIMEOUT = timedelta(seconds=60)
 
 
@@ -41,7 +43,7 @@ def check(layout: Any, groups: dict, rank: int) -> int:
     return checked
 
 
-def run(rank: int, world: int, port: int, out: str, jobs: list) -> None:
+def run(rank: int, world: int, rdzv: str, out: str, jobs: list) -> None:
     """Joins the gloo world, builds and checks the groups of every job
     (layout keywords, method), and writes what it saw to ``out``/rank.json."""
     result: dict[str, Any] = {"rank": rank, "checked": {}, "error": None}
@@ -53,9 +55,7 @@ def run(rank: int, world: int, port: int, out: str, jobs: list) -> None:
         from rank_layout.torch import new_groups
 
         torch.set_num_threads(1)
-        dist.init_process_group(
-            "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world, timeout=TIMEOUT
-        )
+        worlds.init_gloo(rank, world, rdzv, TIMEOUT)
         for name, config, method in jobs:
             layout = Layout(**config)
             groups = new_groups(layout, method=method, timeout=TIMEOUT)

@@ -64,7 +64,7 @@ def crossing(layout: Any, kinds: Sequence[str], rank_map: Sequence[int], hosts: 
     return out
 
 
-def run_spawned(rank: int, world: int, port: int, out: str, jobs: list) -> None:
+def run_spawned(rank: int, world: int, rdzv: str, out: str, jobs: list) -> None:
     """One spawned process: joins the gloo world as ``rank``, builds each
     job's groups under its rank map and checks them (check_groups: torch
     ranks, group ranks, all-reduces of the logical ranks); then the
@@ -81,7 +81,7 @@ def run_spawned(rank: int, world: int, port: int, out: str, jobs: list) -> None:
     with worlds.recorded(out, rank, result):
         torch.set_num_threads(1)
         timeout = TIMEOUT
-        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world, timeout=timeout)
+        worlds.init_gloo(rank, world, rdzv, timeout)
         for name, config, rank_map, method in jobs:
             layout = Layout(**config)
             groups = new_groups(layout, method=method, rank_map=rank_map, timeout=timeout)
@@ -145,7 +145,10 @@ def main(spec_path: str) -> None:
         from rank_layout.torch import gather_rank_map, new_groups
 
         torch.set_num_threads(1)
-        dist.init_process_group("gloo", init_method="env://", rank=rank, world_size=world, timeout=TIMEOUT)
+        if "RL_RDZV" in env:  # mpirun: a rendezvous file (worlds.join)
+            worlds.init_gloo(rank, world, env["RL_RDZV"], TIMEOUT)
+        else:  # torchrun: its MASTER_ADDR and MASTER_PORT
+            dist.init_process_group("gloo", init_method="env://", rank=rank, world_size=world, timeout=TIMEOUT)
         layout = Layout(**spec["layout"])
         assert layout.world_size == world, (layout.world_size, world)
         placement = {"node_hosts": spec["node_hosts"], "gpus_per_node": spec["gpus_per_node"]}

@@ -9,6 +9,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import worlds
+
 TIMEOUT = timedelta(seconds=60)
 DIMS = ("tp", "cp", "dp", "pp", "tp-dp")
 
@@ -156,7 +158,7 @@ def check_moves(modules: Any, built: Any, rank: int) -> dict[str, Any]:
     return seen
 
 
-def run(rank: int, world: int, port: int, out: str, jobs: list) -> None:
+def run(rank: int, world: int, rdzv: str, out: str, jobs: list) -> None:
     """Joins the gloo world; for each job (name, spec) builds every module
     group and bridge group with new_module_groups, checks them and moves
     data along each edge; writes what it saw to ``out``/rank.json."""
@@ -169,9 +171,7 @@ def run(rank: int, world: int, port: int, out: str, jobs: list) -> None:
         from rank_layout.torch import new_groups, new_module_groups
 
         torch.set_num_threads(1)
-        dist.init_process_group(
-            "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world, timeout=TIMEOUT
-        )
+        worlds.init_gloo(rank, world, rdzv, TIMEOUT)
         for i, (name, spec) in enumerate(jobs):
             modules = build(spec)
             # new_groups takes Modules too, as new_module_groups does.

@@ -1,5 +1,5 @@
 """The body of each process of test_relayout_kill.py (a module of its own so
-that spawned processes can import it).
+that processes can import it; worlds.run_world runs them).
 
 A training loop on gloo: the old layout's groups from new_groups (the
 spare processes, after the old layout's ranks, are in none of them); each
@@ -40,10 +40,11 @@ import json
 import os
 import signal
 import time
-import traceback
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
+
+import worlds
 
 #: The store's and the old groups' timeout.
 TIMEOUT = timedelta(seconds=60)
@@ -58,7 +59,7 @@ STALL_S = 30.0
 CHECK_S = 20.0
 
 
-def run(rank: int, world: int, port: int, out: str, job: dict[str, Any]) -> None:
+def run(rank: int, world: int, rdzv: str, out: str, job: dict[str, Any]) -> None:
     """One process of the world; writes what it saw to ``out``/rank.json."""
     result: dict[str, Any] = {"rank": rank, "error": None, "policies": {}, "times": {}}
     victim = job["victim"]
@@ -67,25 +68,22 @@ def run(rank: int, world: int, port: int, out: str, job: dict[str, Any]) -> None
     def mark(what: str) -> None:
         result["times"][what] = round(time.monotonic() - t0, 2)
 
-    path = Path(out, f"{rank}.json")
-    try:
+    with worlds.recorded(out, rank, result):
         import torch
         import torch.distributed as dist
 
         from rank_layout import Layout
-
-        torch.set_num_threads(1)
-        store = dist.TCPStore("127.0.0.1", port, world, is_master=rank == 0, timeout=TIMEOUT)
-        dist.init_process_group("gloo", store=store, rank=rank, world_size=world, timeout=TIMEOUT)
-        layout = Layout(**job["layout"])
-        kinds = job["kinds"]
         from rank_layout.torch import new_groups
 
+        torch.set_num_threads(1)
+        store = worlds.init_gloo(rank, world, rdzv, TIMEOUT)
+        layout = Layout(**job["layout"])
+        kinds = job["kinds"]
         groups = new_groups(layout, kinds, backend="gloo", timeout=TIMEOUT)
         mark("groups")
         if rank == victim:
             # Written first: a process killed leaves no result of its own.
-            path.write_text(json.dumps({**result, "killed": True}))
+            Path(out, f"{rank}.json").write_text(json.dumps({**result, "killed": True}))
         result["train"], pending = train(layout, groups, kinds, rank, store, job)
         mark("trained")
         if any(as_list(g) for g in groups.values()):  # not the spare, in no group
@@ -102,12 +100,6 @@ def run(rank: int, world: int, port: int, out: str, job: dict[str, Any]) -> None
         dist.destroy_process_group()
         result["teardown_s"] = round(time.monotonic() - t, 2)
         mark("done")
-    except BaseException:
-        result["error"] = traceback.format_exc()
-        raise
-    finally:
-        if rank != victim:
-            path.write_text(json.dumps(result))
 
 
 def train(layout: Any, groups: dict, kinds: list[str], rank: int, store: Any, job: dict) -> tuple[dict, list]:
@@ -217,7 +209,7 @@ def apply_policies(
     store.wait([f"gone/{victim}"], TIMEOUT)
     for i, (label, policy, spare_nodes, options) in enumerate(job["policies"]):
         last = i == len(job["policies"]) - 1
-        plan = relayout(layout, [victim], policy=policy, spare_nodes=spare_nodes, kinds=kinds)
+        plan = relayout(layout, [victim], policy=policy, gpus_per_node=1, spare_nodes=spare_nodes, kinds=kinds)
         store.set(f"hash/{label}/{rank}", f"{plan.hash:016x}")
         keys = [f"hash/{label}/{r}" for r in survivors]
         store.wait(keys, TIMEOUT)
@@ -242,7 +234,7 @@ def check_refusals(layout: Any, groups: dict, kinds: list[str], victim: int) -> 
     """The new arguments' refusals come on every process before any group
     is made (so the next apply_relayout still meets its partners). How
     many were checked."""
-    from rank_layout import LayoutError, relayout
+    from rank_layout import relayout
     from rank_layout.torch import apply_relayout
     from rank_layout.torch.relayout import settled_groups
 
@@ -255,14 +247,7 @@ def check_refusals(layout: Any, groups: dict, kinds: list[str], victim: int) -> 
         (lambda: settled_groups(layout, []), "settled_groups takes a rank_layout.Relayout, got Layout"),
         (lambda: settled_groups(plan, [], timeout=5), "timeout must be a datetime.timedelta, got 5"),
     ]
-    for bad, message in cases:
-        try:
-            bad()
-        except LayoutError as e:
-            assert message in str(e), (message, str(e))
-        else:
-            raise AssertionError(f"no LayoutError ({message})")
-    return len(cases)
+    return worlds.refusals(cases)
 
 
 def check(plan: Any, kind: str, applied: Any, rank: int) -> dict[str, Any]:
@@ -301,7 +286,7 @@ def as_list(pg: Any) -> list:
     return pg if isinstance(pg, list) else [] if pg is None else [pg]
 
 
-def settle(rank: int, world: int, port: int, out: str, job: dict[str, Any]) -> None:
+def settle(rank: int, world: int, rdzv: str, out: str, job: dict[str, Any]) -> None:
     """One of 3 processes checking settled_groups alone, on groups A = [0, 1]
     and B = [1, 2] (process 1 in both): each check's answer, by step, in
     ``out``/rank.json. Steps: "fresh" (no operation yet); "ahead" (process
@@ -310,7 +295,7 @@ def settle(rank: int, world: int, port: int, out: str, job: dict[str, Any]) -> N
     "matched" (1 issued it too, and names B unfinished); "alone" (0 checks
     A, 1 does not: the LayoutError after 1 s)."""
     result: dict[str, Any] = {"rank": rank, "error": None, "steps": {}}
-    try:
+    with worlds.recorded(out, rank, result):
         import torch
         import torch.distributed as dist
 
@@ -318,8 +303,7 @@ def settle(rank: int, world: int, port: int, out: str, job: dict[str, Any]) -> N
         from rank_layout.torch.relayout import settled_groups
 
         torch.set_num_threads(1)
-        store = dist.TCPStore("127.0.0.1", port, world, is_master=rank == 0, timeout=TIMEOUT)
-        dist.init_process_group("gloo", store=store, rank=rank, world_size=world, timeout=TIMEOUT)
+        store = worlds.init_gloo(rank, world, rdzv, TIMEOUT)
         a, b = dist.new_group([0, 1]), dist.new_group([1, 2])
         plan = relayout(Layout(**job["layout"]), job["failed"], policy="drop-replica")
         mine = {"A": a, "B": b} if rank == 1 else {"A": a} if rank == 0 else {"B": b}
@@ -349,8 +333,3 @@ def settle(rank: int, world: int, port: int, out: str, job: dict[str, Any]) -> N
         if rank == 0:
             store.wait([f"done/{r}" for r in range(world)], TIMEOUT)
         dist.destroy_process_group()
-    except BaseException:
-        result["error"] = traceback.format_exc()
-        raise
-    finally:
-        Path(out, f"{rank}.json").write_text(json.dumps(result))

@@ -33,6 +33,7 @@ import torch.distributed as dist  # noqa: E402
 import device_mesh_worker  # noqa: E402
 import worlds  # noqa: E402
 
+pytestmark = pytest.mark.slow  # gloo worlds of 8 and 16 processes
 
 
 @pytest.fixture(autouse=True)

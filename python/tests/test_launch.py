@@ -28,7 +28,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -40,7 +39,10 @@ from conftest import require
 
 require("torch")
 
+import worlds  # noqa: E402
 from rank_layout import Layout, place  # noqa: E402
+
+pytestmark = pytest.mark.slow  # placed launches: real launchers, several processes each
 
 WORKER = str(Path(__file__).with_name("launch_worker.py"))
 DEADLINE_S = 240.0
@@ -69,10 +71,10 @@ def need(program: str) -> str:
     return path
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+#: The rendezvous ports inside the network namespaces (torchrun's
+#: defaults): each test makes its own namespaces, where nothing else binds.
+NETNS_C10D_PORT = 29400
+NETNS_STATIC_PORT = 29500
 
 
 def write_spec(tmp: Path, name: str, layout: dict, p: dict, must_fit: list[str], gather: bool) -> tuple[Path, Path]:
@@ -177,7 +179,9 @@ def test_mpirun_with_the_emitted_rankfile(tmp_path: Path) -> None:
     ssh.write_text(SSH_STANDIN)
     ssh.chmod(0o755)
     spec, out = write_spec(tmp_path, "mpirun", config, p, ["tp"], gather=False)
-    env = base_env(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), GLOO_SOCKET_IFNAME="lo")
+    # The processes meet through a file (launch_worker.py: process 0's
+    # store on a port the kernel gives it), as the spawned worlds do.
+    env = base_env(RL_RDZV=str(tmp_path / "rdzv"), GLOO_SOCKET_IFNAME="lo")
     cmd = [
         mpirun, "--allow-run-as-root", "--oversubscribe", "--mca", "plm", "rsh",
         "--mca", "plm_rsh_agent", str(ssh), "--mca", "plm_rsh_no_tree_spawn", "1",
@@ -224,7 +228,7 @@ def test_torchrun_static_with_the_emitted_node_ranks(tmp_path: Path) -> None:
     table = static_table(p)
     assert table == {"h1": 0, "h3": 1, "h2": 2, "h4": 3}
     spec, out = write_spec(tmp_path, "static", config, p, ["tp"], gather=False)
-    port = free_port()
+    port = worlds.unbound_port()  # torchrun's store: named before its agent binds it
     commands = [
         (
             torchrun(table[host], "--rdzv-backend=static", "--master-addr=127.0.0.1", f"--master-port={port}", WORKER, str(spec)),
@@ -328,7 +332,7 @@ def test_netns_c10d_crosses_racks_the_placement_does_not(netns_hosts: Hosts, tmp
 
     # c10d: the agents' --local-addr is what it sorts.
     spec, out = write_spec(tmp_path, "c10d", config, p, ["tp"], gather=True)
-    endpoint = f"{hosts.addr['h1']}:{free_port()}"
+    endpoint = f"{hosts.addr['h1']}:{NETNS_C10D_PORT}"
     commands = []
     for h in hosts.names:
         conf = f"is_host={int(h == 'h1')},join_timeout=90"
@@ -351,7 +355,7 @@ def test_netns_c10d_crosses_racks_the_placement_does_not(netns_hosts: Hosts, tmp
     table = static_table(p)
     master = hosts.addr[next(h for h, n in table.items() if n == 0)]
     spec, out = write_spec(tmp_path, "static", config, p, ["tp"], gather=False)
-    port = free_port()
+    port = NETNS_STATIC_PORT
     commands = [
         hosts.run(
             h,

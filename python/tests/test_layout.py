@@ -159,7 +159,9 @@ def docstring_tests() -> list[doctest.DocTest]:
         rank_layout._native.megatron_config,
         rank_layout._native.place,
     ):
-        members = vars(owner).items() if isinstance(owner, type) else []
+        # Sorted: a native class's attribute order differs between
+        # processes, and parallel test workers must collect the same tests.
+        members = sorted(vars(owner).items()) if isinstance(owner, type) else []
         for name, obj in [("", owner), *members]:
             doc = getattr(obj, "__doc__", None)
             qual = f"{owner.__name__}.{name}".rstrip(".")

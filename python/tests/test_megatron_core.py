@@ -22,6 +22,8 @@ import megatron_core_worker as mcw
 
 parallel_state = mcw.require_megatron()
 
+pytestmark = pytest.mark.slow  # gloo worlds of 8 and 16 processes
+
 EIGHT = {
     "tp2_pp2_cp2": dict(tensor_model_parallel_size=2, pipeline_model_parallel_size=2, context_parallel_size=2),
     "tp2_ep4_etp1": dict(tensor_model_parallel_size=2, expert_model_parallel_size=4, expert_tensor_parallel_size=1),

@@ -20,7 +20,6 @@ data-parallel group."""
 from __future__ import annotations
 
 import os
-import socket
 import warnings
 from pathlib import Path
 
@@ -46,15 +45,12 @@ def test_tiny_model_step_same_loss_4_processes(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is present: GPTModel may run")
-def test_gpt_model_needs_cuda() -> None:
+def test_gpt_model_needs_cuda(tmp_path: Path) -> None:
     """Why the step above is not a GPTModel: the two CUDA calls, each an
     error on a machine without a GPU."""
     import torch.distributed as dist
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'rdzv'}", rank=0, world_size=1)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

@@ -24,6 +24,8 @@ import megatron_relayout_worker  # noqa: E402
 import worlds  # noqa: E402
 from rank_layout import Layout, relayout  # noqa: E402
 
+pytestmark = pytest.mark.slow  # gloo worlds of 8 and 16 processes
+
 
 @pytest.fixture(autouse=True)
 def quiet_world(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -19,6 +19,8 @@ import pytest
 from conftest import REPO
 from rank_layout import Layout
 
+pytestmark = pytest.mark.slow  # builds the command with cargo when it is missing
+
 CASES = [
     {"tensor_model_parallel_size": 2, "context_parallel_size": 2, "expert_model_parallel_size": 4,
      "pipeline_model_parallel_size": 2, "world_size": 64},
@@ -35,7 +37,13 @@ CASES = [
 def command() -> str:
     """The workspace's debug build of the command, wherever cargo puts it
     (``cargo metadata``'s target directory, so CARGO_TARGET_DIR and a
-    shared target folder are honoured), built here when it is missing."""
+    shared target folder are honoured), built here when it is missing;
+    or ``RANK_LAYOUT_COMMAND``, a build made before (.ci/run's, so that
+    the tests do not wait for its other cargo commands)."""
+    given = os.environ.get("RANK_LAYOUT_COMMAND")
+    if given:
+        assert Path(given).is_file(), f"RANK_LAYOUT_COMMAND={given} is not a file"
+        return given
     if shutil.which("cargo") is None:
         if os.environ.get("CI"):
             raise AssertionError("cargo is not on PATH: the rank-layout command cannot be built")

@@ -20,7 +20,7 @@ def test_installed_files() -> None:
     package = Path(rank_layout.__file__).parent
     for name in ("__init__.py", "megatron.py", "torch/__init__.py", "torch/_groups.py", "torch/_new_groups.py",
                  "torch/megatron.py", "torch/device_mesh.py", "torch/modules.py", "torch/torchtitan.py",
-                 "torch/relayout.py", "resiliency.py", "_native.pyi", "py.typed"):
+                 "torch/relayout.py", "torch/reshard.py", "resiliency.py", "_native.pyi", "py.typed"):
         assert (package / name).is_file(), name
     assert ".abi3." in Path(_native.__file__).name  # one wheel for CPython 3.9+
 
@@ -65,9 +65,10 @@ def test_torch_package_all() -> None:
 
     assert sorted(rl_torch.__all__) == sorted(
         ["new_groups", "gather_rank_map", "METHODS", "new_module_groups", "ModuleGroups", "device_mesh",
-         "torchtitan_meshes", "apply_relayout", "AppliedRelayout"]
+         "torchtitan_meshes", "apply_relayout", "AppliedRelayout", "apply_reshard"]
     )
     assert rl_torch.apply_relayout is sys.modules["rank_layout.torch.relayout"].apply_relayout
+    assert rl_torch.apply_reshard is sys.modules["rank_layout.torch.reshard"].apply_reshard
     assert rl_torch.new_groups is _new_groups.new_groups
     assert rl_torch.GroupSpec is _groups.GroupSpec and rl_torch.build_groups is _groups.build_groups
     assert rl_torch.new_module_groups is modules.new_module_groups

@@ -10,6 +10,7 @@ import json
 import os
 import random
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -52,6 +53,47 @@ def test_same_plan_from_python_and_the_command() -> None:
         assert theirs["kinds"] == plan.kinds
 
 
+def test_default_gpus_per_node_is_the_commands() -> None:
+    """Without gpus_per_node, Python's nodes are the command's (8 GPUs):
+    the spare node replaces rank 0's node of 8 ranks in both."""
+    plan = relayout(Layout(tp=8, dp=2), [0], policy="spare", spare_nodes=1)
+    out = subprocess.run(
+        [command(), "relayout", "--tp", "8", "--dp", "2", "--failed-ranks", "0", "--spare-nodes", "1",
+         "--policy", "spare", "--format", "json"],
+        capture_output=True, text=True, check=True,
+    )
+    theirs = json.loads(out.stdout)
+    assert plan.new_rank == theirs["new_rank"] and len(plan.new_rank) == 24
+    # The hash is printed as the command prints it.
+    assert theirs["hash"] == f"{plan.hash:016x}" and f"hash={theirs['hash']})" in repr(plan)
+
+
+def test_on_hosts_as_the_command_plans() -> None:
+    """relayout(hosts=..., hosts_format=...) is `relayout --hosts
+    --hosts-format`: the job placed on a topology file, its failed host's
+    node replaced by a spare host of the same block."""
+    conf = Path(__file__).resolve().parents[2] / "tests" / "data" / "hosts" / "topology_block.conf"
+    layout = Layout(tp=8, world_size=64)
+    plan = relayout(
+        layout, [], policy="spare", hosts=conf.read_text(), hosts_format="topology-conf",
+        nodelist="node[1-20]", failed_hosts=["node3"], gpus_per_node=4,
+    )
+    out = subprocess.run(
+        [command(), "relayout", "--tp", "8", "--world-size", "64", "--hosts", str(conf),
+         "--hosts-format", "topology-conf", "--nodelist", "node[1-20]", "--failed-hosts", "node3",
+         "--gpus-per-node", "4", "--policy", "spare", "--format", "json"],
+        capture_output=True, text=True, check=True,
+    )
+    theirs = json.loads(out.stdout)
+    assert theirs["hash"] == f"{plan.hash:016x}" and theirs["new_rank"] == plan.new_rank
+    assert plan.kinds["tp"]["new"] == theirs["kinds"]["tp"]["new"]
+    with pytest.raises(LayoutError, match="failed host \"gb99\""):
+        relayout(layout, [], policy="spare", hosts=conf.read_text(), hosts_format="topology-conf",
+                 failed_hosts=["gb99"], gpus_per_node=4)
+    with pytest.raises(LayoutError, match="failed_hosts needs"):
+        relayout(layout, [], policy="spare", failed_hosts=["node3"])
+
+
 def test_errors_name_the_value() -> None:
     with pytest.raises(LayoutError, match="failed rank 1152"):
         relayout(Layout(**WORKED), [1152], policy="fill-gaps")
@@ -61,6 +103,29 @@ def test_errors_name_the_value() -> None:
         relayout(Layout(**WORKED), [1], policy="shiftranks")
     with pytest.raises(LayoutError, match="1 node\\(s\\) failed and there are 0 spare"):
         relayout(Layout(**WORKED), [1], policy="spare", gpus_per_node=4)
+    # Rank 0 is a rank: a negative one is refused as "at least 0".
+    with pytest.raises(LayoutError, match="a failed rank must be at least 0, got -1"):
+        relayout(Layout(**WORKED), [-1], policy="fill-gaps")
+    plan = relayout(Layout(**WORKED), [0], policy="drop-replica", kinds=["tp"])
+    # A process the plan does not have, or a kind it did not classify, is
+    # an error naming it, not None.
+    with pytest.raises(LayoutError, match="process = 99999 \\(the plan has 1152\\)"):
+        plan.split(99999, "dp")
+    with pytest.raises(LayoutError, match="kind = dp"):
+        plan.split(8, "dp")
+    with pytest.raises(LayoutError, match="process must be at least 0, got -1"):
+        plan.split(-1, "tp")
+    assert plan.split(0, "tp") is None  # failed: no split
+
+
+def test_a_process_alone_needs_no_communicator() -> None:
+    """next-grid on tp 2, pp 2, 8 ranks with rank 3 lost and at least 2
+    replicas: pp shrinks to 1, each pp group is one process alone, which
+    is not a new communicator."""
+    plan = relayout(Layout(tp=2, pp=2, world_size=8), [3], policy="next-grid", gpus_per_node=2, min_dp=2)
+    assert plan.kinds["pp"] == {"kept": 0, "shrunk": 0, "new": 0, "alone": 6, "gone": 4}
+    assert plan.changes("pp")["alone"] == [0, 1, 2, 3, 4, 5]
+    assert plan.new_communicators == 4
 
 
 def test_encoder_layout_drops_a_replica_from_both_grids() -> None:

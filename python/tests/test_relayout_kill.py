@@ -35,6 +35,8 @@ from rank_layout import Layout, relayout  # noqa: E402
 # One thread per process, loopback only, a bounded resolver (autouse).
 from test_relayout_gloo import quiet_world  # noqa: E402, F401
 
+pytestmark = pytest.mark.slow  # gloo worlds of 3, 9 and 17 processes
+
 #: (label, policy, spare nodes, apply_relayout's options), applied in turn
 #: to the same old groups: every policy with the default keep="agreed";
 #: drop-replica with keep="never" too, and spare with each survivor naming
@@ -73,7 +75,7 @@ def run_case(config: dict[str, Any], kinds: list[str], victim: int, kind: str, t
     bad: list[str] = []
     named = 0  # kept groups a survivor named in unfinished=
     for label, policy, spares, options in POLICIES:
-        plan = relayout(layout, [victim], policy=policy, spare_nodes=spares, kinds=kinds)
+        plan = relayout(layout, [victim], policy=policy, gpus_per_node=1, spare_nodes=spares, kinds=kinds)
         for r in survivors:
             seen, p = r["policies"][label], r["rank"]
             assert seen["rank"] == (plan.new_rank[p] if p < len(plan.new_rank) else None), (label, p)
@@ -123,7 +125,8 @@ def kept_groups(plan: Any, kinds: list[str], new_rank: Any) -> set[tuple[str, tu
     out = set()
     for k in kinds:
         ch = plan.changes(k)
-        made = set(ch["new"]) | {s["new"] for s in ch["shrunk"]}
+        # A process alone gets a group of itself, made anew.
+        made = set(ch["new"]) | set(ch["alone"]) | {s["new"] for s in ch["shrunk"]}
         for i in range(plan.layout.split_rounds(k)):
             s = plan.layout.split(new_rank, k, round=i)
             if s is not None and s.color not in made:

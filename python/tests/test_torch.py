@@ -21,6 +21,7 @@ import dist_worker  # noqa: E402
 import worlds  # noqa: E402
 from rank_layout import Layout  # noqa: E402
 
+pytestmark = pytest.mark.slow  # gloo worlds of 8 and 16 processes
 
 
 def run_world(world: int, jobs: list, tmp_path: Path, deadline_s: float) -> list[dict[str, Any]]:

@@ -6,7 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 import megatron_core_worker as mcw
+
+pytestmark = pytest.mark.slow  # a gloo world of 8 processes
 
 
 def test_shared_groups_backend_and_options_8_processes(tmp_path: Path) -> None:

@@ -593,6 +593,42 @@ impl Layout {
         self.rank_with_gtp_remat(part, coord, 0)
     }
 
+    /// The rank at expert coordinates `expert` of grid `part`: the inverse
+    /// of [`placement`](Self::placement)'s `expert`. `cp` is the
+    /// context-parallel index, which only the nested layout's expert grid
+    /// keeps (Megatron-LM 2024 carves experts out of dp, beside cp); the
+    /// folded expert grid has no cp (pass 0).
+    ///
+    /// ```
+    /// use rank_layout::{Config, ExpertLayout, Layout, Part};
+    /// let folded = Layout::new(&Config::new().tp(2).ep(4).etp(1).world_size(Some(16)))?;
+    /// let p = folded.placement(13)?;
+    /// assert_eq!((p.expert.etp, p.expert.ep, p.expert.edp), (0, 1, 3));
+    /// assert_eq!(folded.expert_rank(Part::Decoder, p.expert, 0)?, 13);
+    /// let nested = Layout::new(
+    ///     &Config::new().tp(2).cp(2).ep(2).world_size(Some(16)).expert_layout(ExpertLayout::Nested),
+    /// )?;
+    /// let p = nested.placement(11)?;
+    /// assert_eq!(nested.expert_rank(Part::Decoder, p.expert, p.coord.cp)?, 11);
+    /// assert!(folded.expert_rank(Part::Decoder, p.expert, 1).is_err()); // no cp there
+    /// # Ok::<(), rank_layout::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// - [`Error::CoordOutOfRange`] for a coordinate past its axis;
+    /// - [`Error::NeedsEncoder`] for [`Part::Encoder`] in a layout without one.
+    pub fn expert_rank(&self, part: Part, expert: ExpertCoord, cp: u32) -> Result<u32> {
+        let dense = self.dense(part)?;
+        dense.expert.rank_with(|a| match a {
+            Axis::Tp | Axis::Etp => expert.etp,
+            Axis::Ep => expert.ep,
+            Axis::Edp | Axis::Dp => expert.edp,
+            Axis::GtpRemat | Axis::EgtpRemat => expert.egtp_remat,
+            Axis::Cp => cp,
+            Axis::Pp => expert.pp,
+        })
+    }
+
     /// The rank at `coord` and weight shard `gtp_remat` of grid `part`: the
     /// inverse of [`placement`](Self::placement) (`coord` and `gtp_remat`).
     ///

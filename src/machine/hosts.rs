@@ -14,7 +14,14 @@ use crate::machine::hostlist::expand_hostlist;
 /// its *domain*. A host with no keys has an unknown domain: it never joins
 /// a domain, so a group that spans it and another host crosses domains.
 /// Keys are opaque strings, compared as written.
+///
+/// ```
+/// use rank_layout::machine::Host;
+/// let host = Host::new("gb01", None).keys(vec!["spine1".into(), "rack07".into()]).gpus(Some(4));
+/// assert_eq!((host.domain(), host.gpus, host.healthy), (Some("rack07"), Some(4), true));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct Host {
     /// The host's name, as the launcher knows it.
     pub name: String,
@@ -35,6 +42,27 @@ impl Host {
             healthy: true,
             keys: domain.map(|d| vec![d.to_string()]).unwrap_or_default(),
         }
+    }
+
+    /// With `gpus` GPUs (`None`: not given).
+    #[must_use]
+    pub fn gpus(mut self, gpus: Option<u32>) -> Host {
+        self.gpus = gpus;
+        self
+    }
+
+    /// Healthy or not.
+    #[must_use]
+    pub fn healthy(mut self, healthy: bool) -> Host {
+        self.healthy = healthy;
+        self
+    }
+
+    /// With the topology keys `keys`, outermost first (empty: unknown).
+    #[must_use]
+    pub fn keys(mut self, keys: Vec<String>) -> Host {
+        self.keys = keys;
+        self
     }
 
     /// Its domain: the innermost topology key, `None` when unknown.
@@ -66,8 +94,9 @@ impl Hosts {
     /// The table of `hosts`, put in the canonical order.
     ///
     /// # Errors
-    /// [`Error::BadHostTable`] for an empty name or a name given twice
-    /// (line 0: not read from text).
+    /// [`Error::BadHostTable`] for an empty name, a name with a blank, a
+    /// name or key with a control character, or a name given twice (line
+    /// 0: not read from text).
     pub fn new(hosts: Vec<Host>) -> Result<Hosts> {
         Hosts::checked(hosts.into_iter().map(|h| (0, h)).collect())
     }
@@ -75,10 +104,27 @@ impl Hosts {
     /// The table of `rows` (each with the line it was read from), checked
     /// and put in the canonical order: what every reader ends with.
     pub(crate) fn checked(mut rows: Vec<(usize, Host)>) -> Result<Hosts> {
+        for (_, host) in &mut rows {
+            if host.keys.last().is_some_and(|k| is_placeholder(k)) {
+                host.keys.clear();
+            }
+        }
         let mut seen = BTreeSet::new();
         for (line, host) in &rows {
             if host.name.is_empty() || host.name.chars().any(char::is_whitespace) {
                 return Err(bad(*line, &host.name, "a host name is one word"));
+            }
+            // A launcher file writes names and keys as they are: a control
+            // character (NUL, ESC, ...) would end or corrupt its line.
+            if host.name.chars().any(char::is_control) {
+                return Err(bad(
+                    *line,
+                    &host.name,
+                    "a host name has no control characters",
+                ));
+            }
+            if let Some(key) = host.keys.iter().find(|k| k.chars().any(char::is_control)) {
+                return Err(bad(*line, key, "a topology key has no control characters"));
             }
             if host.gpus == Some(0) {
                 return Err(bad(*line, &host.name, "a host has at least one GPU"));
@@ -215,21 +261,11 @@ impl Hosts {
     /// ```
     ///
     /// # Errors
-    /// [`Error::BadHostTable`] (line 1) for a bad expression or a host
-    /// named twice.
+    /// [`Error::BadHostTable`] (line 1) for a bad expression, a host named
+    /// twice, or a nodelist none of whose hosts the table lists (the wrong
+    /// table, or the wrong list).
     pub fn restrict_to(&self, nodelist: &str) -> Result<Hosts> {
-        let mut listed = 0;
-        let rows = expand_at(1, nodelist.trim(), &mut listed)?
-            .into_iter()
-            .map(|name| {
-                let host = match self.index_of(&name).and_then(|i| self.hosts.get(i)) {
-                    Some(host) => host.clone(),
-                    None => Host::new(name, None),
-                };
-                (1, host)
-            })
-            .collect();
-        Hosts::checked(rows)
+        self.restrict(nodelist).map(|(hosts, _)| hosts)
     }
 
     /// The plain table of these hosts (what [`Hosts::parse_plain`] reads
@@ -262,6 +298,14 @@ impl<'a> IntoIterator for &'a Hosts {
     fn into_iter(self) -> Self::IntoIter {
         self.hosts.iter()
     }
+}
+
+/// Whether `key` names no place: `unknown` (any case), the switch or block
+/// name Slurm's tools give nodes whose place they do not know. A host whose
+/// innermost key is one has an unknown domain: the hosts under it share no
+/// NVLink domain.
+fn is_placeholder(key: &str) -> bool {
+    key.eq_ignore_ascii_case("unknown")
 }
 
 fn state(word: &str) -> Option<bool> {

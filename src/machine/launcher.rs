@@ -64,7 +64,7 @@ impl Launcher {
     /// ```
     /// use rank_layout::machine::{place, Hosts, KindGroups, Launcher, PlaceOptions};
     /// let hosts = Hosts::parse_plain("b r1 2\na r0 2\n")?;
-    /// let plan = place(4, &[], &hosts, &PlaceOptions::default())?;
+    /// let plan = place(4, &[], &[], &hosts, &PlaceOptions::default())?;
     /// assert_eq!(Launcher::SlurmHostfile.file(&plan, &hosts), "a\na\nb\nb\n");
     /// assert_eq!(Launcher::Rankfile.file(&plan, &hosts).lines().nth(1), Some("rank 1=a slot=1"));
     /// assert_eq!(Launcher::Torchrun.file(&plan, &hosts), "a 0\nb 1\n");

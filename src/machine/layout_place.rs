@@ -1,12 +1,14 @@
 //! Placing a layout: its must-fit kinds' groups, and the smaller job of
 //! [`Shortfall::Shrink`].
 
+use std::borrow::Cow;
+
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::kind::Kind;
 use crate::layout::Layout;
 use crate::machine::hosts::Hosts;
-use crate::machine::place::{KindGroups, NodePlan, PlaceOptions, Shortfall, place};
+use crate::machine::place::{KindGroups, NodePlan, PlaceOptions, Shortfall, place_with};
 
 /// The kinds a layout keeps inside a domain unless told: `tp`, `cp` and
 /// the expert tensor x expert group `etp-ep`, those it has.
@@ -17,7 +19,9 @@ pub fn default_must_fit(layout: &Layout) -> Vec<Kind> {
         .collect()
 }
 
-/// [`place`] for a layout, with `must_fit` kinds; under
+/// [`place`](crate::machine::place) for a layout, with `must_fit` kinds
+/// and every other kind of the layout (its [`Layout::kinds`]) as the
+/// others kept under few parents and compared with the table's order; under
 /// [`Shortfall::Shrink`], when the domains fall short, the layout with the
 /// largest smaller data-parallel size whose units all fit whole (the
 /// remainders idle) and its placement. Returns the layout placed (the
@@ -29,7 +33,7 @@ pub fn default_must_fit(layout: &Layout) -> Vec<Kind> {
 /// // Two racks of 3 nodes of 4 GPUs: units of 2 nodes (tp 8), 2 fit whole.
 /// let hosts = Hosts::parse_plain("a r0 4\nb r0 4\nc r0 4\nd r1 4\ne r1 4\nf r1 4\n")?;
 /// let layout = Layout::new(&Config::new().tp(8).dp(3))?;
-/// let shrink = PlaceOptions { shortfall: Shortfall::Shrink, ..PlaceOptions::default() };
+/// let shrink = PlaceOptions::default().shortfall(Shortfall::Shrink);
 /// let (placed, plan) = place_layout(&layout, &[Kind::TP], &hosts, &shrink)?;
 /// assert_eq!((placed.sizes().dp, plan.node_hosts.len(), plan.idle.len()), (2, 4, 2));
 /// # Ok::<(), rank_layout::Error>(())
@@ -37,7 +41,7 @@ pub fn default_must_fit(layout: &Layout) -> Vec<Kind> {
 ///
 /// # Errors
 /// The layout's error for a kind it does not have; [`Error::NoPlacement`]
-/// as [`place`], or when no smaller data-parallel size fits either.
+/// as [`place`](crate::machine::place), or when no smaller data-parallel size fits either.
 pub fn place_layout(
     layout: &Layout,
     must_fit: &[Kind],
@@ -80,5 +84,14 @@ fn place_as_is(
         .iter()
         .map(|&k| KindGroups::of_layout(layout, k))
         .collect::<Result<Vec<_>>>()?;
-    place(layout.world_size(), &kinds, hosts, options)
+    let others = || {
+        layout
+            .kinds()
+            .iter()
+            .filter(|k| !must_fit.contains(k))
+            .map(|&k| KindGroups::of_layout(layout, k))
+            .collect::<Result<Vec<_>>>()
+            .map(Cow::Owned)
+    };
+    place_with(layout.world_size(), &kinds, others, hosts, options)
 }

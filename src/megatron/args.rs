@@ -5,6 +5,7 @@ use std::fmt;
 
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::megatron::inference_shards::{InferenceShards, ShardMapping, ShardSpec};
 use crate::order::Order;
 
 /// The value of one Megatron-LM argument, as a command line, a JSON or TOML
@@ -67,6 +68,16 @@ pub enum Handling {
     /// it, but it does not change which ranks form a group: ignored.
     /// Listed to say so.
     NoGroupChange,
+    /// It shapes the model (its layers, sizes, vocabulary, which layers
+    /// each pipeline stage holds) and changes no group: kept apart
+    /// ([`MegatronArgs::model_args`]) for a reshard's model
+    /// ([`GptModel`](crate::reshard::GptModel)) and layer map.
+    Model,
+    /// Read, but into layouts apart from the [`Config`]: `--inference-shards`
+    /// describes inference shards, each a layout of its own
+    /// ([`MegatronArgs::inference_shards`]); given, it makes
+    /// [`MegatronArgs::config`] an error.
+    Separate,
 }
 
 /// Where an argument of [`MEGATRON_ARGS`] is defined.
@@ -300,13 +311,15 @@ pub const MEGATRON_ARGS: &[MegatronArg] = &[
         RL_INFERENCE,
         Source::Main,
     ),
-    refused(
-        "inference_shards",
-        "--inference-shards",
-        ArgType::Text,
-        "it partitions the world into inference models, each with groups of its own parallelism (build_inference_pg_collections_for_shards); describe each as a layout of its own",
-        Source::Main,
-    ),
+    MegatronArg {
+        name: "inference_shards",
+        flag: "--inference-shards",
+        key: "",
+        takes: ArgType::Text,
+        meaning: "it partitions the world into inference models, each with groups of its own parallelism (build_inference_pg_collections_for_shards): read as inference shards (MegatronArgs::inference_shards), with --use-tp-pp-dp-mapping as their rank order",
+        handling: Handling::Separate,
+        source: Source::Main,
+    },
     refused(
         "model_parallel_size",
         "--model-parallel-size",
@@ -328,35 +341,35 @@ pub const MEGATRON_ARGS: &[MegatronArg] = &[
         "model chunks per pipeline rank (the interleaved schedule): which layers a rank runs, not which ranks form a group; main computes it from the three arguments below",
         Source::Removed,
     ),
-    ignored(
+    model(
         "num_layers_per_virtual_pipeline_stage",
         "--num-layers-per-virtual-pipeline-stage",
         ArgType::Int,
         LAYERS_ONLY,
         Source::Main,
     ),
-    ignored(
+    model(
         "num_virtual_stages_per_pipeline_rank",
         "--num-virtual-stages-per-pipeline-rank",
         ArgType::Int,
         LAYERS_ONLY,
         Source::Main,
     ),
-    ignored(
+    model(
         "pipeline_model_parallel_layout",
         "--pipeline-model-parallel-layout",
         ArgType::Text,
         LAYERS_ONLY,
         Source::Main,
     ),
-    ignored(
+    model(
         "decoder_first_pipeline_num_layers",
         "--decoder-first-pipeline-num-layers",
         ArgType::Int,
         LAYERS_ONLY,
         Source::Main,
     ),
-    ignored(
+    model(
         "decoder_last_pipeline_num_layers",
         "--decoder-last-pipeline-num-layers",
         ArgType::Int,
@@ -412,6 +425,167 @@ pub const MEGATRON_ARGS: &[MegatronArg] = &[
         "no gloo copies of the data-parallel groups: the NCCL groups are the same",
         Source::Main,
     ),
+    model(
+        "num_layers",
+        "--num-layers",
+        ArgType::Int,
+        "the number of transformer layers",
+        Source::Main,
+    ),
+    model(
+        "hidden_size",
+        "--hidden-size",
+        ArgType::Int,
+        "the hidden size",
+        Source::Main,
+    ),
+    model(
+        "ffn_hidden_size",
+        "--ffn-hidden-size",
+        ArgType::Int,
+        "the MLP's hidden size; default 4 * hidden, with --swiglu int(8 * hidden / 3 / 64) * 64",
+        Source::Main,
+    ),
+    model(
+        "num_attention_heads",
+        "--num-attention-heads",
+        ArgType::Int,
+        "the attention heads",
+        Source::Main,
+    ),
+    model(
+        "group_query_attention",
+        "--group-query-attention",
+        ArgType::Flag,
+        "grouped-query attention: --num-query-groups applies",
+        Source::Main,
+    ),
+    model(
+        "num_query_groups",
+        "--num-query-groups",
+        ArgType::Int,
+        "the key-value heads with --group-query-attention (default: the heads)",
+        Source::Main,
+    ),
+    model(
+        "kv_channels",
+        "--kv-channels",
+        ArgType::Int,
+        "the channels per head (default hidden / heads)",
+        Source::Main,
+    ),
+    model(
+        "max_position_embeddings",
+        "--max-position-embeddings",
+        ArgType::Int,
+        "the learned position embedding's rows",
+        Source::Main,
+    ),
+    model(
+        "position_embedding_type",
+        "--position-embedding-type",
+        ArgType::Text,
+        "learned_absolute (the default: a position embedding), rope, mrope, relative or none",
+        Source::Main,
+    ),
+    model(
+        "normalization",
+        "--normalization",
+        ArgType::Text,
+        "LayerNorm (the default: weight and bias) or RMSNorm (weight)",
+        Source::Main,
+    ),
+    model(
+        "qk_layernorm",
+        "--qk-layernorm",
+        ArgType::Flag,
+        "norms of the queries and keys",
+        Source::Main,
+    ),
+    model(
+        "add_bias_linear",
+        "--disable-bias-linear",
+        ArgType::Flag,
+        "given: the linear layers have no bias",
+        Source::Main,
+    ),
+    model(
+        "add_qkv_bias",
+        "--add-qkv-bias",
+        ArgType::Flag,
+        "a bias on the QKV projection only",
+        Source::Main,
+    ),
+    model(
+        "swiglu",
+        "--swiglu",
+        ArgType::Flag,
+        "a gated MLP: fc1 holds [gate; up] (partition stride 2)",
+        Source::Main,
+    ),
+    model(
+        "untie_embeddings_and_output_weights",
+        "--untie-embeddings-and-output-weights",
+        ArgType::Flag,
+        "an output layer of its own (default: the word embedding, also on the last stage)",
+        Source::Main,
+    ),
+    model(
+        "vocab_size",
+        "--vocab-size",
+        ArgType::Int,
+        "the vocabulary, padded to a multiple of --make-vocab-size-divisible-by times tp",
+        Source::Main,
+    ),
+    model(
+        "padded_vocab_size",
+        "--padded-vocab-size",
+        ArgType::Int,
+        "the padded vocabulary, given",
+        Source::Main,
+    ),
+    model(
+        "make_vocab_size_divisible_by",
+        "--make-vocab-size-divisible-by",
+        ArgType::Int,
+        "the vocabulary's padding (default 128, times tp)",
+        Source::Main,
+    ),
+    model(
+        "num_experts",
+        "--num-experts",
+        ArgType::Int,
+        "the experts of every MoE layer (default: none)",
+        Source::Main,
+    ),
+    model(
+        "moe_ffn_hidden_size",
+        "--moe-ffn-hidden-size",
+        ArgType::Int,
+        "an expert's MLP hidden size (default --ffn-hidden-size)",
+        Source::Main,
+    ),
+    model(
+        "moe_shared_expert_intermediate_size",
+        "--moe-shared-expert-intermediate-size",
+        ArgType::Int,
+        "the shared experts' MLP hidden size (default: none)",
+        Source::Main,
+    ),
+    model(
+        "account_for_embedding_in_pipeline_split",
+        "--account-for-embedding-in-pipeline-split",
+        ArgType::Flag,
+        "the embedding counts as a layer of the first stage",
+        Source::Main,
+    ),
+    model(
+        "account_for_loss_in_pipeline_split",
+        "--account-for-loss-in-pipeline-split",
+        ArgType::Flag,
+        "the loss counts as a layer of the last stage",
+        Source::Main,
+    ),
 ];
 
 /// Why the RL inference sizes are refused.
@@ -454,6 +628,24 @@ const fn refused(
         takes,
         meaning: why,
         handling: Handling::Refused,
+        source,
+    }
+}
+
+const fn model(
+    name: &'static str,
+    flag: &'static str,
+    takes: ArgType,
+    meaning: &'static str,
+    source: Source,
+) -> MegatronArg {
+    MegatronArg {
+        name,
+        flag,
+        key: "",
+        takes,
+        meaning,
+        handling: Handling::Model,
         source,
     }
 }
@@ -542,6 +734,7 @@ impl MegatronArg {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MegatronArgs {
     given: Vec<(&'static MegatronArg, MegatronValue)>,
+    model: Vec<(&'static MegatronArg, MegatronValue)>,
     unexpanded: Vec<String>,
 }
 
@@ -564,11 +757,23 @@ fn to_u32(arg: &MegatronArg, n: i64, min: u32) -> Result<u32> {
 /// The number of weight shards per tensor-parallel rank of `shards` weight
 /// shards over `tp` ranks, as Megatron-Core's
 /// `resolve_tensor_parallel_weight_shards` computes it: `shards / tp`, or
-/// its error when `shards < tp` or `tp` does not divide `shards`.
+/// its error when `shards < tp` or `tp` does not divide `shards`. `name`
+/// and `tp_name` name the count and the size in the errors
+/// (`tensor_parallel_num_weight_shards` and `tensor_model_parallel_size`,
+/// or the expert ones).
+///
+/// ```
+/// use rank_layout::megatron::weight_shards;
+/// let s = "tensor_parallel_num_weight_shards";
+/// assert_eq!(weight_shards(s, 8, "tensor_model_parallel_size", 2)?, 4);
+/// assert!(weight_shards(s, 5, "tensor_model_parallel_size", 2).is_err());
+/// # Ok::<(), rank_layout::Error>(())
+/// ```
 ///
 /// # Errors
-/// [`Error::WeightShardsBelowTp`], [`Error::WeightShardsNotDivisible`].
-pub(crate) fn weight_shards(
+/// [`Error::ZeroSize`] for a `tp` of 0; [`Error::WeightShardsBelowTp`],
+/// [`Error::WeightShardsNotDivisible`].
+pub fn weight_shards(
     name: &'static str,
     shards: u32,
     tp_name: &'static str,
@@ -603,7 +808,8 @@ impl MegatronArgs {
     }
 
     /// Records argument `name` (its name or flag) with `value`: `Ok(true)`
-    /// for an argument [`Handling::Modelled`]; `Ok(false)` for a name
+    /// for an argument [`Handling::Modelled`] or [`Handling::Separate`];
+    /// `Ok(false)` for a name
     /// that is not in [`MEGATRON_ARGS`] or is listed as not changing the
     /// groups (ignored), and for a refused switch given as `false`. A later
     /// value of the same argument replaces an earlier one, as on a command
@@ -619,7 +825,14 @@ impl MegatronArgs {
             return Ok(false);
         };
         match arg.handling {
-            Handling::Modelled => {}
+            Handling::Modelled | Handling::Separate => {}
+            Handling::Model => {
+                // Judged when the model is built: a launch script's
+                // `--num-layers $NL` must not stop a layout's reading.
+                self.model.retain(|(a, _)| a.name != arg.name);
+                self.model.push((arg, value));
+                return Ok(false);
+            }
             Handling::Refused if MegatronArg::is_off(&value) => return Ok(false),
             Handling::Refused => {
                 return Err(Error::UnmodelledArgument {
@@ -655,7 +868,9 @@ impl MegatronArgs {
                 to_u32(arg, n, 1)?;
                 MegatronValue::Ints(vec![n])
             }
+            (ArgType::Text, MegatronValue::Text(text)) => MegatronValue::Text(text),
             (ArgType::Flag, _) => return Err(bad("true or false")),
+            (ArgType::Text, _) => return Err(bad("a text")),
             (ArgType::Ints, _) => return Err(bad("a list of integers")),
             _ => return Err(bad("an integer")),
         };
@@ -680,6 +895,21 @@ impl MegatronArgs {
     /// The arguments recorded, in the order given, with their values.
     pub fn given(&self) -> impl Iterator<Item = (&'static MegatronArg, &MegatronValue)> + '_ {
         self.given.iter().map(|(a, v)| (*a, v))
+    }
+
+    /// The model arguments recorded ([`Handling::Model`]), in the order
+    /// given, with their values as given (judged by what reads them).
+    pub fn model_args(&self) -> impl Iterator<Item = (&'static MegatronArg, &MegatronValue)> + '_ {
+        self.model.iter().map(|(a, v)| (*a, v))
+    }
+
+    /// The value of model argument `name` (its name or flag), if given.
+    pub fn model_value(&self, name: &str) -> Option<&MegatronValue> {
+        let arg = MegatronArg::find(name)?;
+        self.model
+            .iter()
+            .find(|(a, _)| a.name == arg.name)
+            .map(|(_, v)| v)
     }
 
     /// The shell variables a pasted command line
@@ -752,8 +982,76 @@ impl MegatronArgs {
     /// for a weight-shard count the tensor-parallel size does not divide
     /// into whole shards; [`Error::LaunchMismatch`] when torchrun's process
     /// count and `world_size` differ; [`Error::Overflow`] when torchrun's
-    /// product does not fit a `u32`.
+    /// product does not fit a `u32`; [`Error::InferenceShardsNotOneLayout`]
+    /// when `inference_shards` is given ([`inference_shards`](Self::inference_shards)
+    /// reads them).
     pub fn config(&self) -> Result<Config> {
+        if self.shards_text().is_some() {
+            return Err(Error::InferenceShardsNotOneLayout);
+        }
+        self.layout_config()
+    }
+
+    /// The text of `inference_shards`, when given.
+    fn shards_text(&self) -> Option<&str> {
+        self.given.iter().find_map(|(a, v)| match v {
+            MegatronValue::Text(text) if a.handling == Handling::Separate => Some(text.as_str()),
+            _ => None,
+        })
+    }
+
+    /// The inference shards of `inference_shards` (`--inference-shards`),
+    /// or `None` when it is not given: over the world size of the
+    /// arguments (`world_size`, or torchrun's `nproc_per_node * nnodes`),
+    /// or as many ranks as the shards hold when they give none; in the
+    /// rank order of `use_tp_pp_dp_mapping` ([`ShardMapping::from_flag`]).
+    /// The other sizes (`tensor_model_parallel_size`, ...) are the
+    /// training layout's and do not change the shards.
+    ///
+    /// ```
+    /// use rank_layout::megatron::{MegatronArgs, ShardRole};
+    /// let args = MegatronArgs::parse_command_line(
+    ///     "torchrun --nproc-per-node 8 serve.py --inference-shards 'tp=4,role=prefill+tp=2,dp=2,role=decode' --use-tp-pp-dp-mapping",
+    /// )?;
+    /// let shards = args.inference_shards()?.unwrap();
+    /// assert_eq!(shards.len(), 2);
+    /// assert_eq!(shards.role_of(7)?, Some(ShardRole::Decode));
+    /// assert!(shards.mapping().is_tp_pp_dp());
+    /// assert!(args.config().is_err()); // the shards are not one layout
+    /// # Ok::<(), rank_layout::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// Those of [`InferenceShards::parse`]; [`Error::LaunchMismatch`] and
+    /// [`Error::Overflow`] for torchrun's world size, as
+    /// [`config`](Self::config).
+    pub fn inference_shards(&self) -> Result<Option<InferenceShards>> {
+        let Some(text) = self.shards_text() else {
+            return Ok(None);
+        };
+        let world = self.layout_config()?.world_size;
+        let mapping = ShardMapping::from_flag(self.given.iter().any(|(a, v)| {
+            a.name == "use_tp_pp_dp_mapping" && matches!(v, MegatronValue::Bool(true))
+        }));
+        InferenceShards::parse(text, world, mapping).map(Some)
+    }
+
+    /// Whether the arguments describe layouts: the shards when
+    /// `inference_shards` is given (their text alone: the world may come
+    /// later), else the configuration.
+    ///
+    /// # Errors
+    /// Those of [`config`](Self::config) or of [`ShardSpec::parse_all`].
+    pub(crate) fn check(&self) -> Result<()> {
+        self.layout_config()?;
+        if let Some(text) = self.shards_text() {
+            ShardSpec::parse_all(text)?;
+        }
+        Ok(())
+    }
+
+    /// The configuration of the arguments but `inference_shards`.
+    fn layout_config(&self) -> Result<Config> {
         let mut c = Config::new();
         c.tp = self.int("tensor_model_parallel_size").unwrap_or(1);
         c.pp = self.int("pipeline_model_parallel_size").unwrap_or(1);

@@ -365,7 +365,17 @@ impl MegatronArgs {
                 continue;
             };
             match arg.handling {
-                Handling::Modelled => {}
+                Handling::Modelled | Handling::Separate => {}
+                Handling::Model => {
+                    let value = model_value(arg, inline, words.get(i));
+                    if inline.is_none() && arg.takes != ArgType::Flag && value.is_some() {
+                        i += 1;
+                    }
+                    if let Some(value) = value {
+                        args.set(arg.name, value)?;
+                    }
+                    continue;
+                }
                 Handling::Refused => {
                     return Err(Error::UnmodelledArgument {
                         flag: arg.flag,
@@ -425,21 +435,58 @@ impl MegatronArgs {
                             let next = words.get(i).ok_or_else(|| Error::InvalidArgument {
                                 name: arg.flag.to_owned(),
                                 value: String::new(),
-                                expected: "an integer after the flag",
+                                expected: "a value after the flag",
                             })?;
                             i += 1;
                             next.as_str()
                         }
                     };
-                    MegatronValue::Int(int(arg, word)?)
+                    match arg.takes {
+                        ArgType::Text if unexpanded(word) => {
+                            return Err(Error::InvalidArgument {
+                                name: arg.flag.to_owned(),
+                                value: word.to_owned(),
+                                expected: "a spec (the pasted text is read as written, not expanded: give the value)",
+                            });
+                        }
+                        ArgType::Text => MegatronValue::Text(word.to_owned()),
+                        _ => MegatronValue::Int(int(arg, word)?),
+                    }
                 }
             };
             args.set(arg.name, value)?;
         }
-        args.config()?;
+        args.check()?;
         args.set_unexpanded(missing);
         Ok(args)
     }
+}
+
+/// The value of a model argument as written: a switch is `true`, or
+/// `false` when its flag turns the named argument off
+/// (`--disable-bias-linear` sets `add_bias_linear`) or its inline value
+/// says so; otherwise the inline value or the next word (not a flag), an
+/// integer when it reads as one, else text. Nothing is refused here: a
+/// model argument is judged by what reads it.
+fn model_value(
+    arg: &MegatronArg,
+    inline: Option<&str>,
+    next: Option<&String>,
+) -> Option<MegatronValue> {
+    if arg.takes == ArgType::Flag {
+        let on =
+            inline.is_none_or(|v| !matches!(v.to_ascii_lowercase().as_str(), "false" | "0" | "no"));
+        let inverted = arg.flag.trim_start_matches('-').replace('-', "_") != arg.name;
+        return Some(MegatronValue::Bool(on != inverted));
+    }
+    let word = match inline {
+        Some(v) => v,
+        None => next.map(String::as_str).filter(|w| !w.starts_with("--"))?,
+    };
+    Some(match word.parse::<i64>() {
+        Ok(n) => MegatronValue::Int(n),
+        Err(_) => MegatronValue::Text(word.to_owned()),
+    })
 }
 
 #[cfg(test)]

@@ -1,7 +1,8 @@
 //! Megatron-LM's vocabulary: its parallelism arguments ([`MEGATRON_ARGS`],
 //! [`MegatronArgs`], with Megatron-Core's defaults), its `RankGenerator`
 //! ([`RankGenerator`]), an [`audit`] of its encoder + decoder pipeline
-//! joins, and a table of Megatron-LM and PyTorch DeviceMesh
+//! joins, Megatron-Core 0.19's inference shards ([`InferenceShards`]), and
+//! a table of Megatron-LM and PyTorch DeviceMesh
 //! calls with their rank-layout counterparts.
 //!
 //! # Calls
@@ -27,6 +28,9 @@
 //! | `is_pipeline_first_stage()` / `is_pipeline_last_stage()` | [`Layout::is_first_stage`](crate::Layout::is_first_stage) / [`Layout::is_last_stage`](crate::Layout::is_last_stage) |
 //! | `is_rank_in_embedding_group()` | [`Layout::is_embedding_rank`](crate::Layout::is_embedding_rank) |
 //! | `torch.distributed.new_group(ranks)` on every rank, for every group of every kind | [`Layout::splits`](crate::Layout::splits): this rank's color and key for every kind, O(axes) each; with the `mpi` feature `Layout::communicators` builds the communicators with one `MPI_Comm_split` per kind and round |
+//! | `parse_inference_shards_spec(spec, world_size)` (`--inference-shards`) | [`ShardSpec::parse_all`], [`InferenceShards::parse`] |
+//! | `build_inference_pg_collections_for_shards(world, spec, use_tp_pp_dp_mapping)` | [`InferenceShards`]: each shard's [`Layout`](crate::Layout), [`InferenceShards::splits`] (one comm-split per kind for every shard) |
+//! | `InferenceShard.pg_collection is not None` (a rank's own shard) | [`InferenceShards::shard_of`] |
 //! | `DeviceMesh(mesh).get_coordinate()` | [`Layout::placement`](crate::Layout::placement), [`Mesh::coord`](crate::Mesh::coord) (O(axes), no mesh scan) |
 //! | `mesh["tp"].mesh.tolist()` on one rank | `layout.memberships(rank, Kind::TP)?[0].group.to_vec()` |
 //! | `mesh.mesh.reshape(...)` for every group at once | [`Groups::fill`](crate::Groups::fill) or [`Groups::table`](crate::Groups::table) |
@@ -68,13 +72,17 @@
 mod args;
 mod audit;
 mod command_line;
+mod inference_shards;
 mod rank_generator;
 
+pub use crate::error::ShardProblem;
 pub use args::{
     ArgType, Handling, MEGATRON_ARGS, MegatronArg, MegatronArgs, MegatronValue, Source,
+    weight_shards,
 };
 pub use audit::{
     AUDIT_EXAMPLES, Audit, AuditExample, JoinClass, MegatronJoin, MegatronPipelines, audit,
     megatron_pipelines,
 };
+pub use inference_shards::{InferenceShard, InferenceShards, ShardMapping, ShardRole, ShardSpec};
 pub use rank_generator::RankGenerator;

@@ -8,45 +8,9 @@ use std::str::FromStr;
 
 use crate::error::{Error, Result};
 use crate::modules::colocated::{ColocatedEdge, ColocatedPlan};
-use crate::modules::group_list::GroupList;
+use crate::modules::group_list::{GroupList, can_hold};
 use crate::modules::lanes::LaneGrid;
-
-/// Which side of a bridge has more data lanes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Direction {
-    /// The source has `scale` times the destination's lanes: each
-    /// destination leader receives from `scale` source leaders.
-    FanIn,
-    /// The destination has `scale` times the source's lanes: each source
-    /// leader sends to `scale` destination leaders.
-    FanOut,
-    /// As many lanes on both sides.
-    Equal,
-}
-
-impl Direction {
-    /// `fan_in`, `fan_out` or `equal` (Megatron-Core's names).
-    pub const fn name(self) -> &'static str {
-        match self {
-            Direction::FanIn => "fan_in",
-            Direction::FanOut => "fan_out",
-            Direction::Equal => "equal",
-        }
-    }
-
-    /// The name: see [`Direction::name`].
-    #[deprecated(since = "1.1.0", note = "use `name()`, as every enum of the crate")]
-    pub fn as_str(self) -> &'static str {
-        self.name()
-    }
-}
-
-impl fmt::Display for Direction {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+use crate::modules::pairing::{Direction, dst_leader, src_leader};
 
 /// The communicators of a bridge, one `MPI_Comm_split` (or one
 /// `new_group` round) each: which groups a rank's [`Split`](crate::Split)
@@ -104,12 +68,6 @@ impl BridgeKind {
             BridgeKind::ColocatedCpReduce => "colocated_cp_reduce",
         }
     }
-
-    /// The name: see [`BridgeKind::name`].
-    #[deprecated(since = "1.1.0", note = "use `name()`, as every enum of the crate")]
-    pub fn as_str(self) -> &'static str {
-        self.name()
-    }
 }
 
 impl fmt::Display for BridgeKind {
@@ -121,7 +79,7 @@ impl fmt::Display for BridgeKind {
 impl FromStr for BridgeKind {
     type Err = Error;
 
-    /// A kind by its name ([`BridgeKind::as_str`]).
+    /// A kind by its name ([`BridgeKind::name`]).
     fn from_str(s: &str) -> Result<BridgeKind> {
         BridgeKind::ALL
             .into_iter()
@@ -140,7 +98,7 @@ impl FromStr for BridgeKind {
 /// Built by [`Modules::bridge`](crate::Modules::bridge); the rules are in
 /// [`semantics`](crate::semantics) (section 9). Separate spans have the
 /// leader plan; colocated modules have it too (it is the plan of
-/// [`ColocatedMode::P2p`](crate::ColocatedMode::P2p)) and the gather plan
+/// [`ColocatedMode::P2p`](crate::modules::ColocatedMode::P2p)) and the gather plan
 /// in [`colocated`](Bridge::colocated).
 ///
 /// ```
@@ -413,52 +371,16 @@ impl Edge {
             dst_broadcast: broadcast(b, 0),
             dst_cp_reduce: cp_groups(b, 0, 0),
             src_cp_gather: cp_groups(a, a.tp.last(), a.pp.last()),
-            colocated: self.colocated.as_ref().map(|c| c.plan(a, b, self)),
+            colocated: self
+                .colocated
+                .as_ref()
+                .map(|c| c.plan(a, b, self.direction, self.scale)),
             src_leaders,
             dst_leaders,
             pairs,
             bridge_group,
         })
     }
-}
-
-/// Whether `members` ranks can be allocated: a reservation that is given
-/// back at once (nothing is touched), so that a plan too large for the
-/// machine is an error rather than an abort.
-///
-/// # Errors
-/// [`Error::OutOfMemory`].
-pub(crate) fn can_hold(members: u64) -> Result<()> {
-    let error = || Error::OutOfMemory {
-        members,
-        bytes: members.saturating_mul(4),
-    };
-    let len = usize::try_from(members).map_err(|_| error())?;
-    let mut probe: Vec<u32> = Vec::new();
-    probe.try_reserve_exact(len).map_err(|_| error())
-}
-
-/// The source leader of lane `l`: every model coordinate at its last value.
-pub(crate) fn src_leader(g: &LaneGrid, l: u32) -> u32 {
-    g.rank(l, g.tp.last(), g.cp.last(), g.pp.last())
-}
-
-/// The destination leader of lane `j`: every model coordinate 0.
-pub(crate) fn dst_leader(g: &LaneGrid, j: u32) -> u32 {
-    g.rank(j, 0, 0, 0)
-}
-
-/// Every lane leader of both sides of an edge (`a` the source, `b` the
-/// destination), ascending and each once: the bridge group of a
-/// colocated edge that takes the leader plan.
-pub(crate) fn all_leaders(a: &LaneGrid, b: &LaneGrid) -> Vec<u32> {
-    let mut l: Vec<u32> = (0..a.lanes())
-        .map(|i| src_leader(a, i))
-        .chain((0..b.lanes()).map(|j| dst_leader(b, j)))
-        .collect();
-    l.sort_unstable();
-    l.dedup();
-    l
 }
 
 #[cfg(test)]

@@ -4,9 +4,9 @@
 use std::fmt;
 
 use crate::modules::alignment;
-use crate::modules::bridge::{Direction, Edge, all_leaders, can_hold};
-use crate::modules::group_list::GroupList;
+use crate::modules::group_list::{GroupList, can_hold};
 use crate::modules::lanes::LaneGrid;
+use crate::modules::pairing::{Direction, all_leaders};
 
 /// How colocated modules move activations across their bridge.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -28,12 +28,6 @@ impl ColocatedMode {
             ColocatedMode::P2p => "p2p",
         }
     }
-
-    /// The name: see [`ColocatedMode::name`].
-    #[deprecated(since = "1.1.0", note = "use `name()`, as every enum of the crate")]
-    pub fn as_str(self) -> &'static str {
-        self.name()
-    }
 }
 
 impl fmt::Display for ColocatedMode {
@@ -42,7 +36,7 @@ impl fmt::Display for ColocatedMode {
     }
 }
 
-/// The colocated part of a [`Bridge`](crate::Bridge).
+/// The colocated part of a [`Bridge`](crate::modules::Bridge).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub struct ColocatedPlan {
@@ -132,7 +126,13 @@ impl ColocatedEdge {
     }
 
     /// The public plan.
-    pub fn plan(&self, a: &LaneGrid, b: &LaneGrid, edge: &Edge) -> ColocatedPlan {
+    pub fn plan(
+        &self,
+        a: &LaneGrid,
+        b: &LaneGrid,
+        direction: Direction,
+        scale: u32,
+    ) -> ColocatedPlan {
         if let Some(reason) = &self.reason {
             return ColocatedPlan {
                 mode: ColocatedMode::P2p,
@@ -143,7 +143,7 @@ impl ColocatedEdge {
                 dst_cp_reduce: None,
             };
         }
-        let k = edge.scale;
+        let k = scale;
         let gather = |iter: &LaneGrid, sib: &LaneGrid| {
             let mut out = Vec::with_capacity(sib.lanes() as usize * sib.positions() as usize);
             for i in 0..iter.lanes() {
@@ -155,14 +155,14 @@ impl ColocatedEdge {
             }
             GroupList::new(out, k as usize)
         };
-        let gather_groups = match edge.direction {
+        let gather_groups = match direction {
             Direction::FanIn => gather(b, a),
             Direction::FanOut => gather(a, b),
             Direction::Equal => GroupList::default(),
         };
         let slots = a
             .ranks()
-            .map(|r| match edge.direction {
+            .map(|r| match direction {
                 Direction::FanIn => a.coord(r).map_or(0, |c| c.lane % k),
                 Direction::FanOut => b.coord(r).map_or(0, |c| c.lane % k),
                 Direction::Equal => 0,

@@ -2,6 +2,8 @@
 
 use std::slice::ChunksExact;
 
+use crate::error::{Error, Result};
+
 /// Groups of ranks of one size, one after the other in one buffer: a
 /// bridge plan's broadcast, gather and reduce groups.
 ///
@@ -74,4 +76,20 @@ impl<'a> IntoIterator for &'a GroupList {
     fn into_iter(self) -> Self::IntoIter {
         self.iter()
     }
+}
+
+/// Whether `members` ranks can be allocated: a reservation that is given
+/// back at once (nothing is touched), so that a plan too large for the
+/// machine is an error rather than an abort.
+///
+/// # Errors
+/// [`Error::OutOfMemory`].
+pub(crate) fn can_hold(members: u64) -> Result<()> {
+    let error = || Error::OutOfMemory {
+        members,
+        bytes: members.saturating_mul(4),
+    };
+    let len = usize::try_from(members).map_err(|_| error())?;
+    let mut probe: Vec<u32> = Vec::new();
+    probe.try_reserve_exact(len).map_err(|_| error())
 }

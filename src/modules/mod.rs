@@ -31,14 +31,16 @@ mod colocated;
 mod graph;
 mod group_list;
 mod lanes;
+mod pairing;
 mod role;
 mod spec;
 #[cfg(feature = "serde")]
 mod spec_file;
 
-pub use bridge::{Bridge, BridgeKind, Direction, EdgeInfo};
+pub use bridge::{Bridge, BridgeKind, EdgeInfo};
 pub use colocated::{ColocatedMode, ColocatedPlan};
 pub use group_list::GroupList;
+pub use pairing::Direction;
 pub use role::BridgeRole;
 pub use spec::{EdgeSpec, ModuleSpec, ModulesSpec};
 

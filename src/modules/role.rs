@@ -1,8 +1,9 @@
 //! One rank's part in a bridge, in O(dims): leader or not, its peers, its
 //! slot, its color and key in each of the bridge's communicators.
 
-use crate::modules::bridge::{BridgeKind, Direction, Edge, all_leaders, dst_leader, src_leader};
+use crate::modules::bridge::{BridgeKind, Edge};
 use crate::modules::lanes::LaneGrid;
+use crate::modules::pairing::{Direction, all_leaders, dst_leader, src_leader};
 use crate::split::Split;
 
 /// A rank's role on one edge, from [`Modules::role`](crate::Modules::role).

@@ -97,7 +97,17 @@ impl fmt::Debug for Peer<'_> {
 /// its own split round.
 ///
 /// A kind whose groups all have one member is not split at all: each
-/// member gets `MPI_COMM_SELF` (a communicator of one process).
+/// member gets `MPI_COMM_SELF` (a communicator of one process). Kinds
+/// whose groups are the same member lists over the whole layout (`tp`
+/// and `etp` when `etp = tp`, `dp` and `dp-cp` when `cp = 1`, ...) share
+/// one split: the first kind's communicator is split from the parent,
+/// the others' are `MPI_Comm_dup`s of it, a call among the group's
+/// members only.
+///
+/// Borrow a kind's communicators ([`get`](Self::get),
+/// [`one`](Self::one)) or own them: [`take`](Self::take),
+/// [`take_one`](Self::take_one), or every one by kind through
+/// `into_iter`.
 pub struct Communicators {
     rank: Option<u32>,
     kinds: Vec<(Kind, Vec<GroupComm>)>,
@@ -165,6 +175,32 @@ impl Communicators {
         }
     }
 
+    /// Takes this process's communicators of `kind` out (by ascending
+    /// color), to own them; the kind then answers as one not built.
+    ///
+    /// # Errors
+    /// [`Error::KindNotBuilt`] when `kind` was not split (or was taken).
+    pub fn take(&mut self, kind: Kind) -> Result<Vec<GroupComm>> {
+        let i = self
+            .kinds
+            .iter()
+            .position(|(k, _)| *k == kind)
+            .ok_or(Error::KindNotBuilt { kind })?;
+        Ok(self.kinds.remove(i).1)
+    }
+
+    /// Takes this process's one communicator of `kind` out, for a kind
+    /// whose groups do not overlap; `None` when it is in no group.
+    ///
+    /// # Errors
+    /// [`Error::KindNotBuilt`]; [`Error::OverlappingKind`] when the process
+    /// is in several groups of the kind (use [`take`](Self::take)): then
+    /// nothing is taken.
+    pub fn take_one(&mut self, kind: Kind) -> Result<Option<GroupComm>> {
+        self.one(kind)?;
+        Ok(self.take(kind)?.pop())
+    }
+
     fn neighbours(&self, forward: bool) -> Result<Vec<Peer<'_>>> {
         let mut out = Vec::new();
         for g in self.get(Kind::PP)? {
@@ -211,3 +247,58 @@ impl Communicators {
         self.neighbours(false)
     }
 }
+
+impl IntoIterator for Communicators {
+    type Item = (Kind, GroupComm);
+    type IntoIter = CommunicatorsIntoIter;
+
+    /// Every communicator, owned, by kind in the order they were split.
+    fn into_iter(self) -> CommunicatorsIntoIter {
+        CommunicatorsIntoIter {
+            kinds: self.kinds.into_iter(),
+            current: None,
+        }
+    }
+}
+
+/// Every communicator of a [`Communicators`], owned, with its kind:
+/// created by its `into_iter`.
+#[must_use = "iterators are lazy and do nothing unless consumed"]
+pub struct CommunicatorsIntoIter {
+    kinds: std::vec::IntoIter<(Kind, Vec<GroupComm>)>,
+    current: Option<(Kind, std::vec::IntoIter<GroupComm>)>,
+}
+
+impl fmt::Debug for CommunicatorsIntoIter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CommunicatorsIntoIter")
+            .field("left", &self.len())
+            .finish()
+    }
+}
+
+impl Iterator for CommunicatorsIntoIter {
+    type Item = (Kind, GroupComm);
+
+    fn next(&mut self) -> Option<(Kind, GroupComm)> {
+        loop {
+            if let Some((kind, comms)) = &mut self.current {
+                if let Some(c) = comms.next() {
+                    return Some((*kind, c));
+                }
+            }
+            let (kind, comms) = self.kinds.next()?;
+            self.current = Some((kind, comms.into_iter()));
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let now = self.current.as_ref().map_or(0, |(_, c)| c.len());
+        let later: usize = self.kinds.as_slice().iter().map(|(_, c)| c.len()).sum();
+        (now + later, Some(now + later))
+    }
+}
+
+impl ExactSizeIterator for CommunicatorsIntoIter {}
+
+impl std::iter::FusedIterator for CommunicatorsIntoIter {}

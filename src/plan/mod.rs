@@ -12,6 +12,7 @@ pub(crate) mod dot;
 mod fill;
 pub(crate) mod groups;
 pub(crate) mod pp_group_mapper;
+mod shared_digit;
 pub(crate) mod spread;
 pub(crate) mod table;
 pub(crate) mod view;

@@ -65,6 +65,7 @@ use crate::group::Group;
 use crate::math::{Blocks, Div};
 use crate::plan::boxes::Boxes;
 use crate::plan::fill::{Parts, Pattern, replicate_groups};
+use crate::plan::shared_digit::Shared;
 use crate::plan::spread::Joins;
 use crate::plan::view::RankView;
 use crate::split::Split;
@@ -168,14 +169,6 @@ impl Side {
             }
         }
     }
-}
-
-/// One digit of the pipeline index shared by both grids (a cp or dp axis):
-/// its size and its stride in the encoder and in the decoder grid.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) struct Shared {
-    pub size: u32,
-    pub strides: [u32; 2],
 }
 
 /// The encoder + decoder pipelines, joined by coordinates: the `pp` kind of

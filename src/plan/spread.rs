@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use arrayvec::ArrayVec;
 
 use crate::plan::boxes::Boxes;
-use crate::plan::pp_group_mapper::Shared;
+use crate::plan::shared_digit::Shared;
 use crate::plan::{Pair, Plan};
 use crate::segment::{Digit, MAX_DIGITS, Segment};
 use crate::topology::Topology;

@@ -14,6 +14,7 @@ use crate::relayout::rank_map::RankMap;
 /// `ncclCommShrink` and `torch.distributed.shrink_group` give them, and
 /// that order is the new group's.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct Shrink {
     /// The old group's number (its comm-split color in the old layout).
     pub old_color: u32,
@@ -26,7 +27,11 @@ pub struct Shrink {
 
 /// How one kind's groups fare. Only the groups that change are listed,
 /// so a plan is as large as the change, not as the job.
+///
+/// Every group of the new layout is counted once: kept, shrunk, new or
+/// alone ([`groups`](Self::groups) is their sum).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct KindChanges {
     /// The kind.
     pub kind: Kind,
@@ -40,19 +45,48 @@ pub struct KindChanges {
     /// number (ascending): every member splits with color = the number
     /// and key = its position.
     pub new: Vec<u32>,
+    /// The new layout's groups of one member that are no old group, by
+    /// number (ascending): a process alone needs no communicator (MPI's
+    /// `MPI_COMM_SELF`; in `torch.distributed`, a group of itself, made
+    /// by itself alone), so they are neither new nor counted in
+    /// [`Cost::new_communicators`](crate::relayout::Cost::new_communicators).
+    pub alone: Vec<u32>,
     /// The old groups whose communicator has no use any more (ascending).
     pub gone: Vec<u32>,
 }
 
 impl KindChanges {
-    /// The new layout's groups of the kind.
+    /// The new layout's groups of the kind: kept, shrunk, new and alone.
     pub fn groups(&self) -> u32 {
-        self.kept + self.shrunk.len() as u32 + self.new.len() as u32
+        // Each list holds distinct group numbers of the new layout, which
+        // are u32s: their lengths fit, and so does their sum (every group
+        // is counted once).
+        [self.shrunk.len(), self.new.len(), self.alone.len()]
+            .into_iter()
+            .fold(self.kept, |n, len| {
+                n.saturating_add(u32::try_from(len).unwrap_or(u32::MAX))
+            })
     }
 
     /// Whether new group `color` needs a communicator of its own.
     pub fn is_new(&self, color: u32) -> bool {
         self.new.binary_search(&color).is_ok()
+    }
+
+    /// Whether new group `color` is one process alone (no communicator
+    /// to make).
+    pub fn is_alone(&self, color: u32) -> bool {
+        self.alone.binary_search(&color).is_ok()
+    }
+
+    /// The shrink that makes new group `color`, when it is shrunk.
+    pub fn shrink_of(&self, color: u32) -> Option<&Shrink> {
+        // `shrunk` is in new-group order (the classification walks the
+        // new groups in order).
+        self.shrunk
+            .binary_search_by_key(&color, |s| s.new_color)
+            .ok()
+            .and_then(|i| self.shrunk.get(i))
     }
 }
 
@@ -76,23 +110,25 @@ pub(crate) fn classify(
     let mut color_of = vec![NONE; map.old_world() as usize];
     let mut key_of = vec![NONE; map.old_world() as usize];
     let mut overlapping = false;
-    for (c, group) in before.iter().enumerate() {
-        for (k, &r) in group.iter().enumerate() {
+    // Group numbers and positions are counted as u32s by zipping with
+    // `0u32..`: a kind has at most as many groups, and a group as many
+    // members, as the layout has ranks, which fit a u32.
+    for (c, group) in (0u32..).zip(before.iter()) {
+        for (k, &r) in (0u32..).zip(group.iter()) {
             let p = (r - off) as usize;
             match (color_of.get_mut(p), key_of.get_mut(p)) {
                 (Some(cs), Some(ks)) if *cs == NONE => {
-                    *cs = c as u32;
-                    *ks = k as u32;
+                    *cs = c;
+                    *ks = k;
                 }
                 _ => overlapping = true,
             }
         }
     }
     let by_members: HashMap<Vec<u32>, u32> = if overlapping {
-        before
-            .iter()
-            .enumerate()
-            .map(|(c, g)| (g.iter().map(|r| r - off).collect(), c as u32))
+        (0u32..)
+            .zip(before.iter())
+            .map(|(c, g)| (g.iter().map(|r| r - off).collect(), c))
             .collect()
     } else {
         HashMap::new()
@@ -103,10 +139,11 @@ pub(crate) fn classify(
         kept: 0,
         shrunk: Vec::new(),
         new: Vec::new(),
+        alone: Vec::new(),
         gone: Vec::new(),
     };
     let mut members = Vec::new();
-    for (c2, group) in after.iter().enumerate() {
+    for (c2, group) in (0u32..).zip(after.iter()) {
         members.clear();
         members.extend(group.iter().map(|&n| map.process(n - off2).unwrap_or(NONE)));
         let found = if overlapping {
@@ -123,16 +160,19 @@ pub(crate) fn classify(
                     None => changes.kept += 1,
                     Some(exclude) => changes.shrunk.push(Shrink {
                         old_color: c,
-                        new_color: c2 as u32,
+                        new_color: c2,
                         exclude,
                     }),
                 }
             }
-            None => changes.new.push(c2 as u32),
+            None if members.len() == 1 => changes.alone.push(c2),
+            None => changes.new.push(c2),
         }
     }
-    changes.gone = (0..before.len() as u32)
-        .filter(|&c| used.get(c as usize) == Some(&false))
+    changes.gone = (0u32..)
+        .zip(&used)
+        .filter(|&(_, &u)| !u)
+        .map(|(c, _)| c)
         .collect();
     Ok(changes)
 }
@@ -166,11 +206,10 @@ fn match_old(
     }
     // A shrink leaves out exactly the old members that leave the job
     // (failed, or alive without a new rank).
-    let leaving: Vec<u32> = old
-        .iter()
-        .enumerate()
+    let leaving: Vec<u32> = (0u32..)
+        .zip(old.iter())
         .filter(|&(_, &r)| map.new_rank(r - off).is_none())
-        .map(|(k, _)| k as u32)
+        .map(|(k, _)| k)
         .collect();
     (members.len() + leaving.len() == old.len()).then_some((c, Some(leaving)))
 }

@@ -1,17 +1,33 @@
 //! What failed, and what is there to replace it.
 
 use crate::error::{Error, Result};
-use crate::machine::{Hosts, NodePlan};
+use crate::machine::{HostFailure, Hosts, NodePlan};
 
 /// The domain of every node of the job and of every spare node, where a
 /// placement knows them ([`Failure::of_hosts`]); the spare policy takes a
 /// spare of the failed node's domain first.
+///
+/// ```
+/// use rank_layout::relayout::{Failure, NodeDomains};
+/// let domains = NodeDomains::new(vec![Some("rack0".into()), Some("rack1".into())], vec![Some("rack1".into())]);
+/// let failure = Failure::new(4, 4..8).spare_nodes(1).domains(domains);
+/// assert_eq!(failure.node_domains().map(|d| d.spares.len()), Some(1));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
 pub struct NodeDomains {
     /// The domain of logical node `n` of the job (`None`: unknown).
     pub job: Vec<Option<String>>,
     /// The domain of spare node `s` (`None`: unknown).
     pub spares: Vec<Option<String>>,
+}
+
+impl NodeDomains {
+    /// The domains of the job's logical nodes, in order, and of the
+    /// spare nodes, in order (`None`: unknown).
+    pub fn new(job: Vec<Option<String>>, spares: Vec<Option<String>>) -> NodeDomains {
+        NodeDomains { job, spares }
+    }
 }
 
 /// A failure: the ranks that are gone, the whole spare nodes that can
@@ -73,8 +89,8 @@ impl Failure {
     /// use rank_layout::machine::{place, Hosts, KindGroups, PlaceOptions};
     /// use rank_layout::relayout::Failure;
     /// let hosts = Hosts::parse_plain("a r0 2\nb r0 2\nc r1 2\nd r0 2\n")?;
-    /// let tp = KindGroups { name: "tp".into(), groups: vec![vec![0, 1], vec![2, 3], vec![4, 5]] };
-    /// let plan = place(6, &[tp], &hosts, &PlaceOptions::default())?;
+    /// let tp = KindGroups::new("tp", vec![vec![0, 1], vec![2, 3], vec![4, 5]]);
+    /// let plan = place(6, &[tp], &[], &hosts, &PlaceOptions::default())?;
     /// let failure = Failure::of_hosts(&plan, &hosts, 0, &["b"])?;
     /// assert_eq!((failure.failed(), failure.spares()), (&[2, 3][..], 1));
     /// # Ok::<(), rank_layout::Error>(())
@@ -88,35 +104,7 @@ impl Failure {
         rank_offset: u32,
         failed_hosts: &[&str],
     ) -> Result<Failure> {
-        let g = plan.gpus_per_node;
-        let mut failed_index = Vec::new();
-        for name in failed_hosts {
-            let i = hosts.index_of(name).ok_or_else(|| Error::NoRelayout {
-                problem: format!("failed host {name:?} is not in the host table"),
-            })?;
-            failed_index.push(i);
-        }
-        let mut failed = Vec::new();
-        for (n, host) in plan.node_hosts.iter().enumerate() {
-            if failed_index.contains(host) {
-                let first = u64::from(rank_offset) + n as u64 * u64::from(g);
-                failed.extend((0..u64::from(g)).filter_map(|l| u32::try_from(first + l).ok()));
-            }
-        }
-        let domain = |i: &usize| hosts.get(*i).and_then(|h| h.domain()).map(str::to_string);
-        let spares: Vec<usize> = plan
-            .idle
-            .iter()
-            .copied()
-            .filter(|i| !failed_index.contains(i))
-            .collect();
-        let domains = NodeDomains {
-            job: plan.node_hosts.iter().map(domain).collect(),
-            spares: spares.iter().map(domain).collect(),
-        };
-        Ok(Failure::new(g, failed)
-            .spare_nodes(u32::try_from(spares.len()).unwrap_or(u32::MAX))
-            .domains(domains))
+        HostFailure::new(plan, hosts, rank_offset, failed_hosts, &[]).map(|f| Failure::from(&f))
     }
 
     /// Checks that every failed rank is one of `layout`'s or a spare's (a
@@ -174,5 +162,18 @@ impl Failure {
     /// The nodes' domains, when known.
     pub fn node_domains(&self) -> Option<&NodeDomains> {
         self.domains.as_ref()
+    }
+}
+
+impl From<&HostFailure> for Failure {
+    /// The re-layout's failure of a placed job's: its failed ranks, its
+    /// spare hosts as spare nodes, and the domains.
+    fn from(lost: &HostFailure) -> Failure {
+        Failure::new(lost.gpus_per_node, lost.failed.iter().copied())
+            .spare_nodes(u32::try_from(lost.spare_hosts.len()).unwrap_or(u32::MAX))
+            .domains(NodeDomains::new(
+                lost.job_domains.clone(),
+                lost.spare_domains.clone(),
+            ))
     }
 }

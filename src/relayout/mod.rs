@@ -26,6 +26,7 @@
 mod assign;
 mod changes;
 mod failure;
+mod group_fate;
 mod options;
 mod plan;
 mod policy;
@@ -34,6 +35,7 @@ mod rank_map;
 
 pub use changes::{KindChanges, Shrink};
 pub use failure::{Failure, NodeDomains};
+pub use group_fate::{Change, GroupFate};
 pub use options::RelayoutOptions;
 pub use plan::{Cost, Relayout};
 pub use policy::Policy;
@@ -124,6 +126,20 @@ pub fn relayout(
         hash: 0,
     };
     plan.count_cost()?;
+    if policy == Policy::DropReplica && plan.cost.new_communicators > 0 {
+        // Only when no whole expert data-parallel lanes could be dropped
+        // (the note of the policy says why): which kinds pay for it.
+        let made: Vec<String> = plan
+            .kinds
+            .iter()
+            .filter(|c| !c.new.is_empty())
+            .map(|c| format!("{} {}", c.kind, c.new.len()))
+            .collect();
+        plan.notes.push(format!(
+            "communicators made for the groups of the replicas left that are no old group: {}",
+            made.join(", ")
+        ));
+    }
     plan.seal_hash();
     Ok(plan)
 }

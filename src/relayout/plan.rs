@@ -15,7 +15,9 @@ use crate::split::Split;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub struct Cost {
-    /// Communicators to create: the `new` groups of every kind classified.
+    /// Communicators to create: the `new` groups of every kind classified
+    /// (a group of one process needs none: see
+    /// [`KindChanges::alone`]).
     pub new_communicators: u64,
     /// Communicators to shrink.
     pub shrinks: u64,
@@ -101,12 +103,14 @@ impl Relayout {
     /// The split that process `p` (old rank minus offset, or a spare)
     /// makes of the surviving processes for `kind`: the new layout's
     /// color and key when its group is new; `None` when its group is
-    /// kept or shrunk, or it has no new rank.
+    /// kept, shrunk or the process alone, or it has no new rank.
+    /// [`fate_of`](Self::fate_of) says which, with the members.
     ///
     /// # Errors
-    /// The new layout's error for a kind it does not have, or whose
-    /// groups overlap (an encoder's fan-out `pp`, `embd`, ...: use
-    /// [`split_in_round`](Self::split_in_round)).
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a
+    /// process that is not the plan's or a kind it did not classify; the
+    /// new layout's error for a kind whose groups overlap (an encoder's
+    /// fan-out `pp`, `embd`, ...: use [`split_in_round`](Self::split_in_round)).
     pub fn split(&self, p: u32, kind: Kind) -> Result<Option<Split>> {
         self.new_split(p, kind, |layout, rank| layout.split(rank, kind))
     }
@@ -117,7 +121,7 @@ impl Relayout {
     /// process makes one split per round.
     ///
     /// # Errors
-    /// The new layout's error for a kind it does not have or a round out
+    /// As [`split`](Self::split); the new layout's error for a round out
     /// of range.
     pub fn split_in_round(&self, p: u32, kind: Kind, round: u32) -> Result<Option<Split>> {
         self.new_split(p, kind, |layout, rank| {
@@ -133,10 +137,8 @@ impl Relayout {
         kind: Kind,
         split: impl Fn(&Layout, u32) -> Result<Option<Split>>,
     ) -> Result<Option<Split>> {
+        let changes = self.classified(p, kind)?;
         let Some(n) = self.map.new_rank(p) else {
-            return Ok(None);
-        };
-        let Some(changes) = self.changes(kind) else {
             return Ok(None);
         };
         let s = split(&self.layout, n + self.layout.rank_offset())?;
@@ -185,21 +187,23 @@ impl Relayout {
                 continue;
             }
             key.fill(NONE);
+            // Positions counted as u32s (`0u32..`): a group has at most as
+            // many members as the layout has ranks.
             for group in &old.groups(kind)?.table()? {
-                for (k, &r) in group.iter().enumerate() {
+                for (k, &r) in (0u32..).zip(group) {
                     if let Some(slot) = key.get_mut((r - off) as usize) {
                         if *slot == NONE {
-                            *slot = k as u32;
+                            *slot = k;
                         }
                     }
                 }
             }
             for group in &new.groups(kind)?.table()? {
-                for (k, &n) in group.iter().enumerate() {
+                for (k, &n) in (0u32..).zip(group) {
                     let Some(p) = self.map.process(n - off2) else {
                         continue;
                     };
-                    if key.get(p as usize).is_some_and(|&old_k| old_k != k as u32) {
+                    if key.get(p as usize).is_some_and(|&old_k| old_k != k) {
                         if let Some(m) = moved.get_mut(p as usize) {
                             *m = true;
                         }
@@ -215,9 +219,10 @@ impl Relayout {
             lost_dp: self.old.sizes().dp.saturating_sub(self.layout.sizes().dp),
             ..Cost::default()
         };
+        let count = |len: usize| u64::try_from(len).unwrap_or(u64::MAX);
         for c in &self.kinds {
-            cost.new_communicators += c.new.len() as u64;
-            cost.shrinks += c.shrunk.len() as u64;
+            cost.new_communicators += count(c.new.len());
+            cost.shrinks += count(c.shrunk.len());
             cost.kept += u64::from(c.kept);
         }
         let (a, b) = (self.old.sizes(), self.layout.sizes());

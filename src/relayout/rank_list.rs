@@ -49,6 +49,28 @@ pub fn parse_rank_list(text: &str) -> Result<Vec<u32>> {
     Ok(ranks)
 }
 
+/// `ranks` (ascending, each once) as a list [`parse_rank_list`] reads
+/// back: runs of three or more as ranges (`0-3, 8, 9`).
+pub(crate) fn format_rank_list(ranks: &[u32]) -> String {
+    let mut items: Vec<String> = Vec::new();
+    let mut rest = ranks;
+    while let Some((&first, tail)) = rest.split_first() {
+        // The run of consecutive ranks from `first`.
+        let run = (0u32..)
+            .zip(tail)
+            .take_while(|&(i, &r)| Some(r) == first.checked_add(i + 1))
+            .count();
+        let last = tail.get(run.wrapping_sub(1)).copied().filter(|_| run > 0);
+        match last {
+            Some(last) if run >= 2 => items.push(format!("{first}-{last}")),
+            Some(last) => items.push(format!("{first}, {last}")),
+            None => items.push(first.to_string()),
+        }
+        rest = tail.get(run..).unwrap_or_default();
+    }
+    items.join(", ")
+}
+
 fn number(word: &str, item: &str) -> Result<u32> {
     let word = word.trim();
     if word.is_empty() || !word.bytes().all(|b| b.is_ascii_digit()) {
@@ -91,5 +113,24 @@ mod tests {
             assert!(matches!(e, Error::BadRankList { .. }), "{bad:?}: {e}");
         }
         assert!(parse_rank_list("0-4294967295").is_err());
+    }
+
+    #[test]
+    fn formatted_lists_read_back() {
+        for ranks in [
+            vec![],
+            vec![7],
+            vec![0, 1],
+            vec![0, 1, 2, 3, 8, 9, 11],
+            vec![4294967293, 4294967294, 4294967295],
+        ] {
+            let text = format_rank_list(&ranks);
+            if ranks.is_empty() {
+                assert_eq!(text, "");
+            } else {
+                assert_eq!(parse_rank_list(&text).unwrap(), ranks, "{text}");
+            }
+        }
+        assert_eq!(format_rank_list(&[0, 1, 2, 3, 8, 9, 11]), "0-3, 8, 9, 11");
     }
 }

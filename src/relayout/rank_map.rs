@@ -1,7 +1,10 @@
 //! The old -> new rank map of a re-layout.
 
-/// What becomes of one process of the old job (or one spare).
+/// What becomes of one process of the old job (or one spare): its new
+/// rank, or none. What becomes of its groups, kind by kind, is
+/// [`Relayout::fate_of`](crate::relayout::Relayout::fate_of).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Fate {
     /// It runs rank `n` of the new layout.
     Rank(u32),
@@ -61,10 +64,12 @@ impl RankMap {
     /// when the new ranks are not exactly `0..new_world`, each once.
     pub(crate) fn seal(&mut self, new_world: u32) -> bool {
         let mut processes = vec![FAILED; new_world as usize];
-        for (p, &f) in self.fates.iter().enumerate() {
+        // Processes are numbered as u32s (`0u32..`): the old world and the
+        // spares after it fit a u32 (`Job::new` checks the sum).
+        for (p, &f) in (0u32..).zip(&self.fates) {
             if f < IDLE {
                 match processes.get_mut(f as usize) {
-                    Some(slot) if *slot == FAILED => *slot = p as u32,
+                    Some(slot) if *slot == FAILED => *slot = p,
                     _ => return false,
                 }
             }
@@ -81,7 +86,9 @@ impl RankMap {
 
     /// Every process: the old job's and the spares'.
     pub fn len(&self) -> u32 {
-        self.fates.len() as u32
+        // Built from `old_world + spares` processes, a sum checked to fit
+        // a u32 (`Job::new`).
+        u32::try_from(self.fates.len()).unwrap_or(u32::MAX)
     }
 
     /// Whether there is no process at all.
@@ -91,7 +98,8 @@ impl RankMap {
 
     /// The new layout's ranks.
     pub fn new_world(&self) -> u32 {
-        self.processes.len() as u32
+        // Built from the new layout's world size, a u32.
+        u32::try_from(self.processes.len()).unwrap_or(u32::MAX)
     }
 
     /// What becomes of process `p` (`None` past the last spare).

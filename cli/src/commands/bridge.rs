@@ -2,11 +2,34 @@
 //! of every edge of a modules file (or of one), as
 //! [`crate::report::bridge`] prints it.
 
-use crate::args::BridgeArgs;
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::args::Format;
 use crate::error::{Failure, Outcome};
 use crate::modules_target::ModulesTarget;
 use crate::report::bridge::Plans;
 use crate::report::emit;
+
+/// Print the bridge plan of every edge of a --modules file (or of one
+/// --edge): leaders, pairs, broadcast, cp and gather groups.
+#[derive(Debug, Args)]
+pub struct BridgeArgs {
+    /// The modules file (TOML or JSON, as for --modules elsewhere).
+    #[arg(long, value_name = "FILE")]
+    modules: PathBuf,
+    /// Only this edge: SRC:DST (module names).
+    #[arg(long, value_name = "SRC:DST")]
+    edge: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    format: Format,
+    /// Table format: list every member and every group instead of
+    /// shortening long lists.
+    #[arg(long)]
+    full: bool,
+}
 
 /// Runs `bridge`.
 ///

@@ -2,6 +2,8 @@
 //! why, groups per kind, what listing them costs), or a `--modules` file's
 //! graph, edges and each module described as a mesh.
 
+use clap::Args;
+
 use crate::args::{Format, SetupArgs};
 use crate::error::{Failure, Outcome};
 use crate::input::Input;
@@ -9,12 +11,25 @@ use crate::report::describe::DescribeReport;
 use crate::report::emit;
 use crate::report::modules::Describe;
 
+/// Explain the layout: derived sizes and why, groups per kind, and what
+/// listing every group would cost.
+#[derive(Debug, Args)]
+pub struct DescribeArgs {
+    /// The layout and the machine.
+    #[command(flatten)]
+    setup: SetupArgs,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    format: Format,
+}
+
 /// Runs `describe`.
 ///
 /// # Errors
 /// Every error of the input.
-pub fn run(args: &SetupArgs, format: Format) -> Result<Outcome, Failure> {
-    match Input::load(args)? {
+pub fn run(args: &DescribeArgs) -> Result<Outcome, Failure> {
+    let format = args.format;
+    match Input::load(&args.setup)? {
         Input::One { setup, target } => {
             emit(&DescribeReport::new(&target, setup.topology), format)?;
         }

@@ -6,7 +6,7 @@
 
 use std::fmt::{self, Write as _};
 
-use rank_layout::{Bridge, GroupList};
+use rank_layout::modules::{Bridge, GroupList};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -127,7 +127,7 @@ impl fmt::Display for Plans {
             let leader_plan = b
                 .colocated
                 .as_ref()
-                .is_none_or(|c| c.mode == rank_layout::ColocatedMode::P2p);
+                .is_none_or(|c| c.mode == rank_layout::modules::ColocatedMode::P2p);
             if let Some(c) = &b.colocated {
                 write!(f, "  colocated: {}", c.mode)?;
                 match &c.reason {

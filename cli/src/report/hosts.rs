@@ -4,7 +4,6 @@
 
 use std::fmt;
 
-use rank_layout::machine::KindGroups;
 use serde::Serialize;
 
 use crate::error::Failure;
@@ -58,13 +57,12 @@ impl HostsReport {
         sets: &[DimSet],
         rank: Option<u32>,
     ) -> Result<HostsReport, Failure> {
-        let (hosts, plan) = (&on.hosts, &on.plan);
-        let name = |i: usize| hosts.get(i).map(|h| h.name.clone()).unwrap_or_default();
+        let placed = &on.placed;
         let mut kinds = Vec::new();
         let mut groups_of = Vec::new();
         for set in sets {
             let groups = target.kind_groups(set)?;
-            let c = plan.crossing(hosts, &groups);
+            let c = placed.crossing(&groups).placed;
             kinds.push(KindOnHosts {
                 kind: c.name,
                 groups: c.groups,
@@ -73,36 +71,37 @@ impl HostsReport {
             });
             groups_of.push(groups);
         }
-        let rank = match rank {
-            None => None,
-            Some(r) => {
-                let job = r.saturating_sub(target.rank_offset());
-                let node = job / plan.gpus_per_node.max(1);
-                let host = plan.node_hosts.get(node as usize).copied();
-                let crossing_kinds = groups_of
-                    .iter()
-                    .filter_map(|k| {
-                        let mine = k.groups.iter().find(|g| g.contains(&job))?;
-                        let one = KindGroups {
-                            name: k.name.clone(),
-                            groups: vec![mine.clone()],
-                        };
-                        (plan.crossing(hosts, &one).domain_crossing() > 0).then(|| k.name.clone())
-                    })
-                    .collect();
-                host.map(|h| RankOnHosts {
-                    rank: r,
-                    node,
-                    host: name(h),
-                    keys: hosts.get(h).map(|x| x.keys.clone()).unwrap_or_default(),
-                    crossing_kinds,
+        let rank = rank.and_then(|r| {
+            let (node, host) = placed.node_of(r)?;
+            let job = r - placed.rank_offset();
+            // The kinds whose group of this rank spans more than one domain.
+            let crossing_kinds = groups_of
+                .iter()
+                .filter_map(|k| {
+                    let mine = k.groups.iter().find(|g| g.contains(&job))?;
+                    placed.crosses_domains(mine).then(|| k.name.clone())
                 })
-            }
-        };
+                .collect();
+            Some(RankOnHosts {
+                rank: r,
+                node,
+                host: placed.host_name(host).to_string(),
+                keys: placed
+                    .hosts()
+                    .get(host)
+                    .map(|x| x.keys.clone())
+                    .unwrap_or_default(),
+                crossing_kinds,
+            })
+        });
         Ok(HostsReport {
             hosts_file: on.file.clone(),
             order: on.order,
-            node_hosts: plan.node_hosts.iter().map(|&i| name(i)).collect(),
+            node_hosts: placed
+                .node_hosts()
+                .into_iter()
+                .map(str::to_string)
+                .collect(),
             kinds,
             rank,
         })

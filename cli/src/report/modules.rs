@@ -6,7 +6,7 @@
 use std::fmt::{self, Write as _};
 use std::io;
 
-use rank_layout::{BridgeRole, Topology};
+use rank_layout::{Topology, modules::BridgeRole};
 use serde::Serialize;
 use serde_json::{Map, Value};
 

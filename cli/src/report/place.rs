@@ -5,23 +5,34 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use rank_layout::machine::{Crossing, Hosts, Launcher, NodePlan};
+use rank_layout::machine::{KindCrossing, Launcher, Placed, Shrunk};
 use serde::Serialize;
 
 use crate::error::Failure;
-use crate::target::{DimSet, Target};
+use crate::target::Target;
 
 /// A smaller job (`--on-shortfall shrink`).
 #[derive(Debug, Clone, Copy, Serialize)]
-pub struct Shrunk {
+pub struct ShrunkOut {
     /// Its data-parallel size.
-    pub dp: u32,
+    dp: u32,
     /// Its world size.
-    pub world_size: u32,
+    world_size: u32,
     /// The data-parallel size asked.
-    pub from_dp: u32,
+    from_dp: u32,
     /// The world size asked.
-    pub from_world_size: u32,
+    from_world_size: u32,
+}
+
+impl From<Shrunk> for ShrunkOut {
+    fn from(s: Shrunk) -> ShrunkOut {
+        ShrunkOut {
+            dp: s.dp,
+            world_size: s.world_size,
+            from_dp: s.from_dp,
+            from_world_size: s.from_world_size,
+        }
+    }
 }
 
 /// One kind's groups on the topology.
@@ -35,6 +46,19 @@ pub struct KindOut {
     widest: Vec<usize>,
     /// The same, with the job on the hosts in the table's order.
     plain_crossing: Vec<usize>,
+}
+
+impl From<KindCrossing> for KindOut {
+    fn from(k: KindCrossing) -> KindOut {
+        KindOut {
+            kind: k.placed.name,
+            must_fit: k.must_fit,
+            groups: k.placed.groups,
+            crossing: k.placed.crossing,
+            widest: k.placed.widest,
+            plain_crossing: k.plain.map(|p| p.crossing).unwrap_or_default(),
+        }
+    }
 }
 
 /// A launcher file's command line.
@@ -60,62 +84,55 @@ pub struct PlaceReport {
     crossing: BTreeMap<String, usize>,
     /// The same with the hosts in the table's order.
     plain_crossing: BTreeMap<String, usize>,
+    /// Every kind placed (the must-fit kinds, then the others in the order
+    /// the placement compared them with the table's order), then the
+    /// target's other kinds.
     kinds: Vec<KindOut>,
-    shrunk: Option<Shrunk>,
+    /// Whether the node order is the table's: it crossed fewer groups where
+    /// the two first differ.
+    table_order: bool,
+    shrunk: Option<ShrunkOut>,
     notes: Vec<String>,
     launchers: Vec<LauncherOut>,
 }
 
 impl PlaceReport {
-    /// The report of `plan` for `target` on `hosts`, `must` its must-fit
-    /// kinds, every kind of the target listed.
+    /// The report of `placed`, the job of `target` (the layout placed when
+    /// it shrank): every kind placed as the placement compared it with the
+    /// table's order ([`Placed::kinds`]), then every other kind.
     ///
     /// # Errors
     /// A kind the target cannot list.
-    pub fn new(
-        target: &Target,
-        hosts: &Hosts,
-        plan: &NodePlan,
-        must: &[DimSet],
-        shrunk: Option<Shrunk>,
-    ) -> Result<PlaceReport, Failure> {
-        let plain = NodePlan::plain(target.world_size(), hosts, plan.gpus_per_node).ok();
-        let name = |i: &usize| hosts.get(*i).map(|h| h.name.clone()).unwrap_or_default();
-        let mut sets = must.to_vec();
-        for set in target.all_sets() {
-            if !sets.contains(&set) {
-                sets.push(set);
-            }
-        }
-        let mut kinds = Vec::new();
+    pub fn new(target: &Target, placed: &Placed) -> Result<PlaceReport, Failure> {
+        let shrunk_target = placed.placed_layout().map(|layout| Target::Layout {
+            layout: layout.clone(),
+            given: layout.config().clone(),
+        });
+        let target = shrunk_target.as_ref().unwrap_or(target);
+        let mut kinds: Vec<KindOut> = placed.kinds().iter().cloned().map(KindOut::from).collect();
         let mut crossing = BTreeMap::new();
         let mut plain_crossing = BTreeMap::new();
-        for set in &sets {
-            let groups = target.kind_groups(set)?;
-            let c: Crossing = plan.crossing(hosts, &groups);
-            let p = plain.as_ref().map(|p| p.crossing(hosts, &groups).crossing);
-            let is_must = must.contains(set);
-            if is_must {
-                crossing.insert(c.name.clone(), c.domain_crossing());
-                if let Some(p) = &p {
-                    plain_crossing.insert(c.name.clone(), p.last().copied().unwrap_or(0));
-                }
+        for k in kinds.iter().filter(|k| k.must_fit) {
+            crossing.insert(k.kind.clone(), k.crossing.last().copied().unwrap_or(0));
+            if let Some(&p) = k.plain_crossing.last() {
+                plain_crossing.insert(k.kind.clone(), p);
             }
-            kinds.push(KindOut {
-                kind: c.name,
-                must_fit: is_must,
-                groups: c.groups,
-                crossing: c.crossing,
-                widest: c.widest,
-                plain_crossing: p.unwrap_or_default(),
-            });
         }
+        for set in target.all_sets() {
+            let name = set.to_string();
+            if kinds.iter().any(|k| k.kind == name) {
+                continue;
+            }
+            kinds.push(placed.crossing(&target.kind_groups(&set)?).into());
+        }
+        let plan = placed.plan();
+        let names = |v: Vec<&str>| v.into_iter().map(str::to_string).collect();
         Ok(PlaceReport {
-            world_size: target.world_size(),
-            gpus_per_node: plan.gpus_per_node,
-            node_hosts: plan.node_hosts.iter().map(name).collect(),
-            idle: plan.idle.iter().map(name).collect(),
-            unhealthy: plan.unhealthy.iter().map(name).collect(),
+            world_size: placed.world_size(),
+            gpus_per_node: placed.gpus_per_node(),
+            node_hosts: names(placed.node_hosts()),
+            idle: names(placed.idle_hosts()),
+            unhealthy: names(placed.unhealthy_hosts()),
             unit_nodes: plan.unit_nodes,
             units: plan.units,
             whole_units: plan.whole_units,
@@ -123,13 +140,14 @@ impl PlaceReport {
             crossing,
             plain_crossing,
             kinds,
-            shrunk,
+            table_order: plan.table_order,
+            shrunk: placed.shrunk().map(ShrunkOut::from),
             notes: plan.notes.clone(),
             launchers: Launcher::ALL
                 .into_iter()
                 .map(|l| LauncherOut {
                     format: l.name(),
-                    command: l.command(plan, hosts, &format!("{}.txt", l.name())),
+                    command: placed.command(l, &format!("{}.txt", l.name())),
                 })
                 .collect(),
         })
@@ -157,22 +175,46 @@ impl fmt::Display for PlaceReport {
             )?;
         }
         writeln!(f)?;
+        // Every level, outermost first, where the topology has more than
+        // the domain.
+        let levels = self.kinds.iter().any(|k| k.crossing.len() > 1);
         writeln!(
             f,
-            "kind       groups  crossing a domain  (hosts in table order)"
+            "kind       groups  crossing a domain  (hosts in table order){}",
+            if levels {
+                "  by level, outermost first"
+            } else {
+                ""
+            }
         )?;
+        let by_level = |v: &[usize]| v.iter().map(usize::to_string).collect::<Vec<_>>().join("/");
         for k in &self.kinds {
+            let plain = k
+                .plain_crossing
+                .last()
+                .map_or("-".to_string(), usize::to_string);
+            let plain = format!("({plain})");
+            let plain = if levels {
+                let table = if k.plain_crossing.is_empty() {
+                    "-".to_string()
+                } else {
+                    by_level(&k.plain_crossing)
+                };
+                format!("{plain:<22}  {} ({table})", by_level(&k.crossing))
+            } else {
+                plain
+            };
             writeln!(
                 f,
-                "{:<10} {:>6}  {:>17}  ({}){}",
+                "{:<10} {:>6}  {:>17}  {plain}{}",
                 k.kind,
                 k.groups,
                 k.crossing.last().copied().unwrap_or(0),
-                k.plain_crossing
-                    .last()
-                    .map_or("-".to_string(), usize::to_string),
                 if k.must_fit { "  must fit" } else { "" }
             )?;
+        }
+        if self.table_order {
+            writeln!(f, "the node order is the table's (see the note)")?;
         }
         writeln!(f)?;
         writeln!(f, "node  host")?;

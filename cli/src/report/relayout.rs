@@ -14,6 +14,8 @@ pub struct Counts {
     kept: u32,
     shrunk: usize,
     new: usize,
+    /// New groups of one process: no communicator to make.
+    alone: usize,
     gone: usize,
 }
 
@@ -75,6 +77,7 @@ impl PlanReport {
                     kept: c.kept,
                     shrunk: c.shrunk.len(),
                     new: c.new.len(),
+                    alone: c.alone.len(),
                     gone: c.gone.len(),
                 },
             );
@@ -136,12 +139,12 @@ impl fmt::Display for PlanReport {
             writeln!(f, "  {n}")?;
         }
         writeln!(f)?;
-        writeln!(f, "kind      kept  shrunk     new    gone")?;
+        writeln!(f, "kind      kept  shrunk     new   alone    gone")?;
         for (kind, c) in &self.kinds {
             writeln!(
                 f,
-                "{kind:<8} {:>5} {:>7} {:>7} {:>7}",
-                c.kept, c.shrunk, c.new, c.gone
+                "{kind:<8} {:>5} {:>7} {:>7} {:>7} {:>7}",
+                c.kept, c.shrunk, c.new, c.alone, c.gone
             )?;
         }
         writeln!(f)?;

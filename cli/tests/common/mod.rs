@@ -46,9 +46,23 @@ pub fn fails_with(command: &str, needle: &str) -> String {
     stderr
 }
 
-/// A fresh directory for the files of one test.
+/// A fresh, empty directory of its own for each call: the tests of a file
+/// run on threads of one process, so a directory named by the process
+/// alone would be shared, and one test could read a file another is
+/// writing. Each call's name holds the process, a counter of the calls and
+/// the time; a directory left by an earlier process is emptied first.
 pub fn temp_dir(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("rank-layout-cli-{name}-{}", std::process::id()));
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static CALLS: AtomicUsize = AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let dir = std::env::temp_dir().join(format!(
+        "rank-layout-cli-{name}-{}-{call}-{nanos}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("a temporary directory");
     dir
 }

@@ -18,6 +18,8 @@
 //! uses); `shared.rs` has the limits, the decoder of the bytes and the
 //! layout checks that several targets use.
 
+mod host_table;
+mod inference_shards;
 mod json_config;
 mod kind;
 mod kubectl_nodes;
@@ -28,12 +30,15 @@ mod modules_file;
 mod nvidia_smi;
 mod order;
 mod rank_list;
+mod reshard_tensors;
 mod scontrol_topology;
 mod shared;
 mod slurm_topology_addr;
 mod topology_conf;
 mod topology_yaml;
 
+pub use host_table::host_table;
+pub use inference_shards::inference_shards;
 pub use json_config::json_config;
 pub use kind::kind;
 pub use kubectl_nodes::kubectl_nodes;
@@ -44,6 +49,7 @@ pub use modules_file::modules_file;
 pub use nvidia_smi::nvidia_smi;
 pub use order::order;
 pub use rank_list::rank_list;
+pub use reshard_tensors::reshard_tensors;
 pub use scontrol_topology::scontrol_topology;
 pub use slurm_topology_addr::slurm_topology_addr;
 pub use topology_conf::topology_conf;

@@ -20,7 +20,7 @@ use super::shared::SMALL_WORLD;
 /// are, for every kind the edge builds, the index of the plan's group that
 /// holds it and its position there. Stages stay below `total_stages`.
 pub fn modules_file(data: &[u8]) {
-    use rank_layout::{Modules, ModulesSpec};
+    use rank_layout::{Modules, modules::ModulesSpec};
     let Ok(spec) = serde_json::from_slice::<ModulesSpec>(data) else {
         return;
     };
@@ -103,8 +103,8 @@ fn splits_of(groups: &[&[u32]], cover: Option<&[u32]>, what: &str) -> BTreeMap<u
 }
 
 /// One bridge plan against its definition and against every rank's role.
-fn check_bridge(modules: &rank_layout::Modules, b: &rank_layout::Bridge, text: &str) {
-    use rank_layout::{BridgeKind, ColocatedMode, Direction};
+fn check_bridge(modules: &rank_layout::Modules, b: &rank_layout::modules::Bridge, text: &str) {
+    use rank_layout::modules::{BridgeKind, ColocatedMode, Direction};
     let what = format!("{text} {} -> {}", b.src, b.dst);
     let (ns, nd) = (b.src_leaders.len() as u32, b.dst_leaders.len() as u32);
     let k = b.scale;
@@ -255,11 +255,11 @@ fn check_bridge(modules: &rank_layout::Modules, b: &rank_layout::Bridge, text: &
 }
 
 /// The groups of a plan's list.
-fn groups(l: &rank_layout::GroupList) -> Vec<&[u32]> {
+fn groups(l: &rank_layout::modules::GroupList) -> Vec<&[u32]> {
     l.iter().collect()
 }
 
 /// The colocated plan's slot of the `i`-th rank.
-fn c_slot(b: &rank_layout::Bridge, i: usize) -> Option<u32> {
+fn c_slot(b: &rank_layout::modules::Bridge, i: usize) -> Option<u32> {
     b.colocated.as_ref().and_then(|c| c.slots.get(i).copied())
 }

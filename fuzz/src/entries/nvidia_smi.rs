@@ -1,15 +1,17 @@
 //! The `nvidia_smi` target: `nvidia-smi -q` outputs.
 
-use rank_layout::machine::Hosts;
+use rank_layout::machine::{Hosts, HostsFormat, HostsReader};
 
 use super::shared::{check_hosts, check_refusal};
 
-/// The bytes as `nvidia-smi -q` output, both as one host's output and as
-/// `==> HOST <==` sections: nothing panics, a refusal is a host table
-/// error; a table read is canonical; a host's GPUs are at most the lines
-/// of the text; a known domain is `<ClusterUUID>.<CliqueId>` (a dot, a
-/// number after it); the one host read from the whole text is the same
-/// whether given as a pair or as one section.
+/// The bytes as `nvidia-smi -q` output: as one host's output, as `==>
+/// HOST <==` sections or pdsh lines (`Hosts::parse_nvidia_smi`), and
+/// through the reader with a file name. Nothing panics, a refusal is a
+/// host table error; a table read is canonical; a host's GPUs are at most
+/// the lines of the text; a known domain is `<ClusterUUID>.<CliqueId>` (a
+/// dot, a number after it); the one host read from the whole text is the
+/// same given as a pair, as one section, as pdsh lines of that host, and
+/// through the reader named by its file.
 pub fn nvidia_smi(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
@@ -31,16 +33,34 @@ pub fn nvidia_smi(data: &[u8]) {
         Ok(hosts) => check(hosts),
         Err(e) => check_refusal(e),
     }
-    match Hosts::parse_nvidia_smi(text) {
-        Ok(hosts) => check(&hosts),
-        Err(e) => check_refusal(&e),
+    let whole = Hosts::parse_nvidia_smi(text);
+    match &whole {
+        Ok(hosts) => check(hosts),
+        Err(e) => check_refusal(e),
     }
-    if !text.contains("==>") {
+    // Through the reader, named by a file: the whole text's reading, or,
+    // when the text names no host, the pair's.
+    let read = HostsReader::new(HostsFormat::NvidiaSmi)
+        .file_name("smi/h.txt")
+        .read(text)
+        .map(|r| r.hosts);
+    match (&read, &whole) {
+        (Ok(a), Ok(b)) => assert_eq!(a, b),
+        (Ok(a), Err(_)) => assert_eq!(Some(a), one.as_ref().ok()),
+        (Err(e), _) => check_refusal(e),
+    }
+    // (A text of blank lines has no line to prefix: its pdsh form names no
+    // host, where the pair names one.)
+    if !text.contains("==>") && !text.trim().is_empty() {
         let sectioned = Hosts::parse_nvidia_smi(&format!("==> h <==\n{text}\n"));
-        match (one, sectioned) {
-            (Ok(a), Ok(b)) => assert_eq!(a, b),
-            (Err(_), Err(_)) => {}
-            (a, b) => panic!("as a pair {a:?}, as a section {b:?}"),
+        let pdsh: String = text.lines().map(|l| format!("h: {l}\n")).collect();
+        let prefixed = Hosts::parse_nvidia_smi(&pdsh);
+        for other in [sectioned, prefixed] {
+            match (&one, other) {
+                (Ok(a), Ok(b)) => assert_eq!(a, &b),
+                (Err(_), Err(_)) => {}
+                (a, b) => panic!("as a pair {a:?}, in another form {b:?}"),
+            }
         }
     }
 }

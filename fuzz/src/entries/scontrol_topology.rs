@@ -15,5 +15,5 @@ pub fn scontrol_topology(data: &[u8]) {
         return;
     }
     // Aggregated blocks add outer keys: at most one per block level.
-    check_topology(Hosts::parse_scontrol_topology(text), usize::MAX);
+    check_topology(text, Hosts::parse_scontrol_topology(text), usize::MAX);
 }

@@ -16,7 +16,7 @@ pub fn topology_conf(data: &[u8]) {
     if too_many_names(text) {
         return;
     }
-    let Some(hosts) = check_topology(Hosts::parse_topology_conf(text), 64) else {
+    let Some(hosts) = check_topology(text, Hosts::parse_topology_conf(text), 64) else {
         return;
     };
     if let Some(first) = hosts.get(0) {

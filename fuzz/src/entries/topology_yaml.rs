@@ -18,6 +18,6 @@ pub fn topology_yaml(data: &[u8]) {
         return;
     }
     for name in [None, Some("topo2")] {
-        check_topology(Hosts::parse_topology_yaml(text, name), 64);
+        check_topology(text, Hosts::parse_topology_yaml(text, name), 64);
     }
 }

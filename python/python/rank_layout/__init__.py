@@ -18,7 +18,12 @@ Split(color=5, key=1)
 ([13], True)
 
 Multi-module models (Megatron-Core's MIMO): :class:`Modules`, named
-meshes joined by edges, with each edge's bridge plan.
+meshes joined by edges, with each edge's bridge plan. Megatron-Core 0.19's
+inference shards (``--inference-shards``, prefill and decode roles):
+:class:`InferenceShards`, each shard a :class:`Layout` at its rank offset.
+Moving a model's tensors from one layout to another (an RL refit, a KV
+handoff, the state after a failure): :func:`reshard`, each process's
+sends, receives and local copies computed from coordinates.
 
 Real ``torch.distributed`` process groups: :func:`rank_layout.torch.new_groups`
 (and :func:`rank_layout.torch.new_module_groups` for :class:`Modules`).
@@ -36,11 +41,25 @@ from typing import Union as _Union
 from rank_layout._native import CONFIG_KEYS, LayoutError
 from rank_layout._native import MEGATRON_TABLE as _MEGATRON_TABLE
 from rank_layout._native import Layout as _NativeLayout
-from rank_layout._native import Mesh, Modules, Relayout, megatron_config, place, relayout, torchtitan_mesh
+from rank_layout._native import (
+    InferenceShard,
+    InferenceShards,
+    Mesh,
+    Modules,
+    Relayout,
+    Reshard,
+    megatron_config,
+    place,
+    relayout,
+    reshard,
+    torchtitan_mesh,
+)
 
 __all__ = [
     "Layout",
     "LayoutError",
+    "InferenceShard",
+    "InferenceShards",
     "CONFIG_KEYS",
     "MEGATRON_ARGS",
     "MEGATRON_REFUSED",
@@ -52,6 +71,8 @@ __all__ = [
     "place",
     "Relayout",
     "relayout",
+    "Reshard",
+    "reshard",
     "placement_rank_map",
     "torchtitan_mesh",
 ]
@@ -175,7 +196,9 @@ class Layout(_NativeLayout):
         The arguments of :data:`MEGATRON_REFUSED` (``hybrid_context_parallel``,
         the RL inference sizes, ...) change the groups in a way rank-layout
         does not model: given (not ``None`` or ``False``), they raise
-        :class:`LayoutError` naming them.
+        :class:`LayoutError` naming them. ``inference_shards`` describes
+        several layouts, not one: given, it raises too;
+        :meth:`InferenceShards.from_megatron_args` reads them.
 
         The expert layout is Megatron-Core's folded grid (the default of
         :class:`Layout`), with an encoder too. ``overrides`` are

@@ -16,14 +16,19 @@ __all__ = [
     "CoreRankGenerator",
     "Mesh",
     "Modules",
+    "InferenceShards",
+    "InferenceShard",
     "torchtitan_mesh",
     "megatron_config",
     "audit",
     "place",
     "Relayout",
     "relayout",
+    "Reshard",
+    "reshard",
     "MEGATRON_TABLE",
     "_memory_limits",
+    "_check_ints_in_cgroups",
 ]
 
 CONFIG_KEYS: list[str]
@@ -31,6 +36,12 @@ CONFIG_KEYS: list[str]
 def _memory_limits() -> dict[str, Optional[int]]:
     """The memory a process may still use, in bytes (``meminfo``,
     ``address_space``, ``cgroup``; ``None`` where unknown): for tests."""
+
+def _check_ints_in_cgroups(members: int, cgroups: str, mountinfo: str) -> None:
+    """The check before ``members`` ranks as Python ints, against the
+    cgroups of ``cgroups`` (a ``/proc/self/cgroup`` text) mounted as
+    ``mountinfo`` (a ``/proc/self/mountinfo`` text) says, and no other
+    limit: ``MemoryError`` when they do not fit. For tests."""
 
 class LayoutError(ValueError):
     """An invalid layout, or a question a layout cannot answer."""
@@ -104,13 +115,30 @@ MEGATRON_TABLE: list[tuple[str, str, str, str, str, str]]
 
 def megatron_config(args: object) -> dict[str, object]: ...
 def audit(layout: Layout, megatron: str) -> dict[str, Any]: ...
+#: The host table formats of place's and relayout's hosts_format=.
+_HostsFormat = Literal[
+    "auto",
+    "plain",
+    "json",
+    "nvidia-smi",
+    "topology-conf",
+    "topology-yaml",
+    "scontrol",
+    "slurm-topology-addr",
+    "kubectl",
+]
+
 def place(
     target: Union[Layout, Mesh],
-    hosts: Union[str, list[dict[str, Any]]],
+    hosts: Union[str, list[dict[str, Any]], dict[str, str]],
     *,
     must_fit: Optional[list[str]] = None,
     gpus_per_node: Optional[_Int] = None,
-    on_shortfall: str = "straddle",
+    on_shortfall: Literal["straddle", "shrink", "fail"] = "straddle",
+    hosts_format: _HostsFormat = "auto",
+    clique_label: Optional[str] = None,
+    topology: Optional[str] = None,
+    nodelist: Optional[str] = None,
 ) -> dict[str, Any]: ...
 def relayout(
     layout: Layout,
@@ -123,6 +151,12 @@ def relayout(
     global_batch: Optional[_Int] = None,
     micro_batch: Optional[_Int] = None,
     kinds: Optional[list[str]] = None,
+    hosts: Union[str, list[dict[str, Any]], dict[str, str], None] = None,
+    failed_hosts: Optional[list[str]] = None,
+    hosts_format: _HostsFormat = "auto",
+    clique_label: Optional[str] = None,
+    topology: Optional[str] = None,
+    nodelist: Optional[str] = None,
 ) -> Relayout: ...
 @final
 class Relayout:
@@ -149,6 +183,42 @@ class Relayout:
     def hash(self) -> int: ...
     @property
     def notes(self) -> list[str]: ...
+
+def reshard(
+    source: Union[Layout, Relayout],
+    target: Optional[Layout] = None,
+    *,
+    tensors: Optional[Union[dict[str, Any], str]] = None,
+    model_args: Any = None,
+    from_layers: Any = None,
+    to_layers: Any = None,
+    from_processes: Optional[Sequence[_Int]] = None,
+    to_processes: Optional[Sequence[_Int]] = None,
+    dead: Optional[Sequence[_Int]] = None,
+    gpus_per_node: Optional[_Int] = None,
+    nodes_per_domain: Optional[_Int] = None,
+    hosts: Optional[Union[str, list[dict[str, Any]]]] = None,
+    placement: Optional[Union[dict[str, Any], Sequence[str]]] = None,
+) -> Reshard: ...
+@final
+class Reshard:
+    def plan_of(self, process: _Int) -> dict[str, Any]: ...
+    def transfers(self) -> list[dict[str, Any]]: ...
+    def cost(self, process: Optional[_Int] = None) -> dict[str, int]: ...
+    def source_shard(self, process: _Int, tensor: Union[str, _Int]) -> Optional[dict[str, Any]]: ...
+    def destination_shard(self, process: _Int, tensor: Union[str, _Int]) -> Optional[dict[str, Any]]: ...
+    @property
+    def tensor_names(self) -> list[str]: ...
+    @property
+    def model(self) -> dict[str, Any]: ...
+    @property
+    def from_layout(self) -> Layout: ...
+    @property
+    def to_layout(self) -> Layout: ...
+    @property
+    def layers(self) -> dict[str, list[int]]: ...
+    @property
+    def process_bound(self) -> int: ...
 
 @final
 class RankGenerator:
@@ -296,6 +366,58 @@ def torchtitan_mesh(
     world_size: _Int,
     spmd_backend: Optional[str] = None,
 ) -> Mesh: ...
+
+@final
+class InferenceShards:
+    """Megatron-Core 0.19's inference shards (``--inference-shards``):
+    contiguous shards, each a :class:`Layout` of its own parallelism at its
+    rank offset, with an optional role (``"prefill"``, ``"decode"``)."""
+
+    def __new__(
+        cls, spec: str, world_size: Optional[_Int] = None, use_tp_pp_dp_mapping: bool = False
+    ) -> InferenceShards: ...
+    @staticmethod
+    def from_megatron_args(args: object) -> Optional[InferenceShards]: ...
+    @property
+    def kinds(self) -> list[str]: ...
+    @property
+    def shards(self) -> list[InferenceShard]: ...
+    @property
+    def world_size(self) -> int: ...
+    @property
+    def use_tp_pp_dp_mapping(self) -> bool: ...
+    @property
+    def spec(self) -> str: ...
+    def __len__(self) -> int: ...
+    def shard_of(self, rank: _Int) -> InferenceShard: ...
+    def role_of(self, rank: _Int) -> Optional[str]: ...
+    def split(self, rank: _Int, kind: str) -> Optional[Split]: ...
+    def splits(self, rank: _Int) -> list[tuple[str, Optional[Split]]]: ...
+
+@final
+class InferenceShard:
+    """One shard of :class:`InferenceShards`."""
+
+    @property
+    def index(self) -> int: ...
+    @property
+    def role(self) -> Optional[str]: ...
+    @property
+    def rank_offset(self) -> int: ...
+    @property
+    def world_size(self) -> int: ...
+    @property
+    def tp(self) -> int: ...
+    @property
+    def pp(self) -> int: ...
+    @property
+    def ep(self) -> int: ...
+    @property
+    def expt_tp(self) -> int: ...
+    @property
+    def dp(self) -> int: ...
+    @property
+    def layout(self) -> Layout: ...
 
 @final
 class Modules:

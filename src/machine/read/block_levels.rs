@@ -5,7 +5,7 @@
 
 use crate::error::Result;
 use crate::machine::hosts::bad;
-use crate::machine::read::slurm::Unit;
+use crate::machine::read::unit::Unit;
 
 /// The most levels Slurm takes (a block of `2^15` base blocks).
 const MAX_LEVEL: u32 = 15;

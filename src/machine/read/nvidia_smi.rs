@@ -53,7 +53,10 @@ impl Hosts {
     /// the state is not `Completed`, the UUID is `N/A` or all zeros or there
     /// is no `Fabric` block; it is unhealthy when a GPU's fabric
     /// registration completed with a status other than `Success` or its
-    /// health summary is `Unhealthy`.
+    /// health summary is `Unhealthy`. An excerpt with no `Fabric` line
+    /// (`nvidia-smi -q | grep "ClusterUUID\|CliqueId" | sort -u`, as NVIDIA
+    /// topograph ran it) is read from its `ClusterUUID` and `CliqueId`
+    /// lines.
     ///
     /// ```
     /// use rank_layout::machine::Hosts;
@@ -74,58 +77,185 @@ impl Hosts {
     pub fn from_nvidia_smi(outputs: &[(&str, &str)]) -> Result<Hosts> {
         let rows = outputs
             .iter()
-            .map(|(name, text)| Ok((0, read_host(name, text, 0)?)))
+            .map(|(name, text)| {
+                let lines: Vec<(usize, &str)> =
+                    text.lines().enumerate().map(|(i, l)| (i + 1, l)).collect();
+                Ok((0, read_host(name, &lines)?))
+            })
             .collect::<Result<Vec<_>>>()?;
         Hosts::checked(rows)
     }
 
-    /// Reads `nvidia-smi -q` of several hosts in one text, each host's
-    /// output after a `==> NAME <==` line (what `head -n -0 gb*.txt` or
-    /// `tail -n +1` print for several files). `NAME` may be a path: the host
-    /// is its last component without a `.txt`, `.log` or `.out` ending.
-    /// Line numbers in errors count from the top of the whole text. See
-    /// [`Hosts::from_nvidia_smi`].
+    /// [`Hosts::from_nvidia_smi`] of files named after their hosts: a
+    /// host is its file's last path component without a `.txt`, `.log`
+    /// or `.out` ending (`smi/gb01.txt` is `gb01`).
+    ///
+    /// ```
+    /// use rank_layout::machine::Hosts;
+    /// let hosts = Hosts::from_nvidia_smi_files(&[("smi/gb01.txt", "GPU 00000008:01:00.0\n")])?;
+    /// assert_eq!((hosts.get(0).unwrap().name.as_str(), hosts.get(0).unwrap().gpus), ("gb01", Some(1)));
+    /// # Ok::<(), rank_layout::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Hosts::from_nvidia_smi`].
+    pub fn from_nvidia_smi_files(files: &[(&str, &str)]) -> Result<Hosts> {
+        let named: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(path, text)| (host_of(path), *text))
+            .collect();
+        Hosts::from_nvidia_smi(&named)
+    }
+
+    /// Reads `nvidia-smi -q` of several hosts in one text, in either of
+    /// the forms tools print for several hosts: each host's output after a
+    /// `==> NAME <==` line (what `head -n -0 gb*.txt` or `tail -n +1` print
+    /// for several files; `NAME` may be a path: the host is its last
+    /// component without a `.txt`, `.log` or `.out` ending), or every line
+    /// prefixed by its host, `NAME: line` (what `pdsh -w HOSTS nvidia-smi -q`
+    /// prints; a host's lines may be interleaved with others'). Line numbers
+    /// in errors count from the top of the whole text. See
+    /// [`Hosts::from_nvidia_smi`]; one host's output without either names
+    /// no host: give it with its name there.
     ///
     /// ```
     /// use rank_layout::machine::Hosts;
     /// let text = "==> smi/gb01.txt <==\nGPU 00000008:01:00.0\n\n==> smi/gb02.txt <==\n";
     /// let hosts = Hosts::parse_nvidia_smi(text)?;
     /// assert_eq!(hosts.iter().map(|h| h.name.as_str()).collect::<Vec<_>>(), ["gb01", "gb02"]);
+    /// let pdsh = "node-10:         CliqueId                          : 4000000004\n\
+    ///             node-10:         ClusterUUID                       : 50000000-0000-0000-0000-000000000005\n";
+    /// let hosts = Hosts::parse_nvidia_smi(pdsh)?;
+    /// assert_eq!(hosts.get(0).unwrap().domain(), Some("50000000-0000-0000-0000-000000000005.4000000004"));
+    /// assert!(Hosts::parse_nvidia_smi("GPU 00000008:01:00.0\n").is_err());
     /// # Ok::<(), rank_layout::Error>(())
     /// ```
     ///
     /// # Errors
-    /// As [`Hosts::from_nvidia_smi`]; text before the first `==> NAME <==`.
+    /// As [`Hosts::from_nvidia_smi`]; text that is neither form (one
+    /// host's output names no host), a line of the `NAME: line` form
+    /// without its host.
     pub fn parse_nvidia_smi(text: &str) -> Result<Hosts> {
-        let mut sections: Vec<(usize, String, String)> = Vec::new();
-        for (i, raw) in text.lines().enumerate() {
-            let header = raw
-                .trim()
-                .strip_prefix("==> ")
-                .and_then(|h| h.strip_suffix(" <=="));
-            match (header, sections.last_mut()) {
-                (Some(path), _) => sections.push((i + 1, host_of(path).to_string(), String::new())),
-                (None, Some((_, _, body))) => {
-                    body.push_str(raw);
-                    body.push('\n');
-                }
-                (None, None) if raw.trim().is_empty() => {}
-                (None, None) => {
-                    return Err(bad(i + 1, raw, "expected a `==> HOST <==` line first"));
-                }
+        let sections = match Form::of(text) {
+            Form::Headers => headed_sections(text),
+            Form::Pdsh => pdsh_sections(text)?,
+            Form::One(line, raw) => {
+                return Err(bad(
+                    line,
+                    raw,
+                    "one host's nvidia-smi -q names no host: give it after a `==> HOST <==` line, or its lines as `HOST: line` (pdsh), or read it with its host's name",
+                ));
             }
-        }
+        };
         let rows = sections
             .iter()
-            .map(|(line, name, body)| Ok((*line, read_host(name, body, *line)?)))
+            .map(|(line, name, lines)| Ok((*line, read_host(name, lines)?)))
             .collect::<Result<Vec<_>>>()?;
         Hosts::checked(rows)
     }
 }
 
+/// Reads `nvidia-smi -q` text: its sections or pdsh lines, or, when it is
+/// one host's output with neither, that host's named `name` (`None`: an
+/// error, as [`Hosts::parse_nvidia_smi`]).
+pub(crate) fn read_named(text: &str, name: Option<&str>) -> Result<Hosts> {
+    match (Form::of(text), name) {
+        (Form::One(..), Some(name)) => Hosts::from_nvidia_smi(&[(name, text)]),
+        _ => Hosts::parse_nvidia_smi(text),
+    }
+}
+
+/// The form of a text of `nvidia-smi -q` output, from its first line that
+/// is not blank.
+enum Form<'a> {
+    /// `==> NAME <==` sections.
+    Headers,
+    /// `NAME: line` lines (pdsh).
+    Pdsh,
+    /// One host's output with no name (the first line and its number).
+    One(usize, &'a str),
+}
+
+impl<'a> Form<'a> {
+    fn of(text: &'a str) -> Form<'a> {
+        let first = text.lines().enumerate().find(|(_, l)| !l.trim().is_empty());
+        match first {
+            None => Form::Headers,
+            Some((_, l)) if header(l).is_some() => Form::Headers,
+            Some((_, l)) if pdsh_line(l).is_some() => Form::Pdsh,
+            Some((i, l)) => Form::One(i + 1, l),
+        }
+    }
+}
+
+/// The host of a `==> NAME <==` line.
+fn header(raw: &str) -> Option<&str> {
+    raw.trim()
+        .strip_prefix("==> ")
+        .and_then(|h| h.strip_suffix(" <=="))
+}
+
+/// A pdsh line, `NAME: line` (pdsh prints `"%s: %s"`): the host and the
+/// remote line, its indentation kept. The host is one word at the start
+/// of the line that ends in the first `:`, followed by a blank or the end
+/// of the line; an `nvidia-smi -q` line never reads so (its keys are
+/// padded with blanks before their `:`, a bus id has no blank after one).
+fn pdsh_line(raw: &str) -> Option<(&str, &str)> {
+    let (host, rest) = raw.split_once(':')?;
+    let fits = !host.is_empty()
+        && !host.starts_with("==>")
+        && !host.chars().any(char::is_whitespace)
+        && (rest.is_empty() || rest.starts_with(' '));
+    fits.then(|| (host, rest.strip_prefix(' ').unwrap_or(rest)))
+}
+
+/// A host's section: the line it starts at, its name and its lines (each
+/// with its number in the whole text).
+type Section<'a> = (usize, String, Vec<(usize, &'a str)>);
+
+/// The `==> NAME <==` sections of `text` (its first line that is not blank
+/// is a header).
+fn headed_sections(text: &str) -> Vec<Section<'_>> {
+    let mut sections: Vec<Section<'_>> = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        match (header(raw), sections.last_mut()) {
+            (Some(path), _) => sections.push((i + 1, host_of(path).to_string(), Vec::new())),
+            (None, Some((_, _, lines))) => lines.push((i + 1, raw)),
+            (None, None) => {}
+        }
+    }
+    sections
+}
+
+/// The hosts of pdsh lines, in the order they first appear, each with its
+/// lines.
+///
+/// # Errors
+/// A line that is not blank and not `NAME: line`.
+fn pdsh_sections(text: &str) -> Result<Vec<Section<'_>>> {
+    let mut sections: Vec<Section<'_>> = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        if raw.trim().is_empty() {
+            continue;
+        }
+        let Some((host, line)) = pdsh_line(raw) else {
+            return Err(bad(
+                i + 1,
+                raw,
+                "expected `HOST: line`, as pdsh prints every line of the others",
+            ));
+        };
+        match sections.iter_mut().find(|(_, name, _)| name == host) {
+            Some((_, _, lines)) => lines.push((i + 1, line)),
+            None => sections.push((i + 1, host.to_string(), vec![(i + 1, line)])),
+        }
+    }
+    Ok(sections)
+}
+
 /// The host of a section header: the path's last component, without a
 /// `.txt`, `.log` or `.out` ending.
-fn host_of(path: &str) -> &str {
+pub(crate) fn host_of(path: &str) -> &str {
     let last = path.rsplit('/').next().unwrap_or(path);
     [".txt", ".log", ".out"]
         .iter()
@@ -133,15 +263,19 @@ fn host_of(path: &str) -> &str {
         .unwrap_or(last)
 }
 
-/// One host's output; `offset` is added to its line numbers.
-fn read_host(name: &str, text: &str, offset: usize) -> Result<Host> {
+/// One host's output, its lines with their numbers.
+fn read_host(name: &str, lines: &[(usize, &str)]) -> Result<Host> {
     let mut gpus: u32 = 0;
     let mut fabrics: Vec<Fabric> = Vec::new();
     // The indentation of the open `Fabric` block and of its `Health`.
     let mut fabric: Option<usize> = None;
     let mut health: Option<usize> = None;
-    for (i, raw) in text.lines().enumerate() {
-        let line = offset + i + 1;
+    // An excerpt without `Fabric` lines: each value of its ClusterUUID and
+    // CliqueId lines, with the line it was first seen at.
+    let excerpt = !lines.iter().any(|(_, raw)| raw.trim() == "Fabric");
+    let mut uuids: Vec<(usize, String)> = Vec::new();
+    let mut cliques: Vec<(usize, String)> = Vec::new();
+    for &(line, raw) in lines {
         let body = raw.trim_start();
         if body.is_empty() {
             continue;
@@ -158,6 +292,20 @@ fn read_host(name: &str, text: &str, offset: usize) -> Result<Host> {
             continue;
         }
         let body = body.trim_end();
+        if excerpt {
+            if let Some((key, value)) = body.split_once(':') {
+                let seen = match key.trim() {
+                    "ClusterUUID" => &mut uuids,
+                    "CliqueId" => &mut cliques,
+                    _ => continue,
+                };
+                let value = value.trim().to_string();
+                if !seen.iter().any(|(_, v)| *v == value) {
+                    seen.push((line, value));
+                }
+            }
+            continue;
+        }
         if body == "Fabric" {
             fabric = Some(indent);
             fabrics.push(Fabric {
@@ -189,6 +337,27 @@ fn read_host(name: &str, text: &str, offset: usize) -> Result<Host> {
             _ => continue,
         };
         *slot = Some(value);
+    }
+    if excerpt {
+        for (what, seen) in [("ClusterUUID", &uuids), ("CliqueId", &cliques)] {
+            if let [(first, a), (line, b), ..] = seen.as_slice() {
+                return Err(bad(
+                    *line,
+                    b,
+                    &format!(
+                        "host {name:?}: its GPUs disagree on the NVLink domain ({what} {a} at line {first}, {b} here)"
+                    ),
+                ));
+            }
+        }
+        if let (Some((line, cluster)), Some((_, clique))) = (uuids.first(), cliques.first()) {
+            fabrics.push(Fabric {
+                line: *line,
+                cluster: Some(cluster.clone()),
+                clique: Some(clique.clone()),
+                ..Fabric::default()
+            });
+        }
     }
     let mut domain: Option<(usize, Option<String>)> = None;
     for f in &fabrics {

@@ -29,8 +29,15 @@ impl Hosts {
     /// # Errors
     /// [`Error::BadHostTable`](crate::Error::BadHostTable) naming the line
     /// and the bad value, as [`Hosts::parse_topology_conf`]; an aggregated
-    /// block's node in no block.
+    /// block's node in no block; a `BlockSize=`, `BlockIndex=`, `Level=`
+    /// or `LinkSpeed=` that is not a number (`BlockSize=four`).
     pub fn parse_scontrol_topology(text: &str) -> Result<Hosts> {
         read_lines(text, Dialect::Scontrol)?.hosts("scontrol show topology")
     }
+}
+
+/// [`Hosts::parse_scontrol_topology`], with a note for each switch or
+/// block that lists no node.
+pub(crate) fn with_notes(text: &str) -> Result<(Hosts, Vec<String>)> {
+    read_lines(text, Dialect::Scontrol)?.hosts_and_notes("scontrol show topology")
 }

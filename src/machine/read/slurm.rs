@@ -6,20 +6,11 @@ use std::collections::{BTreeMap, HashMap};
 use crate::error::Result;
 use crate::machine::hosts::{Host, Hosts, bad, expand_at};
 use crate::machine::read::block_levels::{BlockSizes, span_key};
+use crate::machine::read::unit::Unit;
 
 /// The most levels of a switch tree (a deeper chain is a cycle or a
 /// mistake).
 const MAX_LEVELS: usize = 64;
-
-/// A switch or a block: its name, the line it was read from, its nodes and
-/// (a switch) its child switches, each a hostlist expression.
-#[derive(Debug, Default)]
-pub(crate) struct Unit {
-    pub line: usize,
-    pub name: String,
-    pub nodes: Option<String>,
-    pub children: Option<String>,
-}
 
 /// What a topology lists.
 #[derive(Debug, Default)]
@@ -39,22 +30,44 @@ pub(crate) struct Units {
 impl Units {
     /// The host table: the hosts of the blocks, or of the switch tree.
     pub fn hosts(&self, what: &str) -> Result<Hosts> {
-        match (self.switches.first(), self.blocks.first()) {
-            (Some(_), Some(b)) => Err(bad(
-                b.line,
-                &b.name,
-                "switches and blocks in one topology: give one topology",
-            )),
-            (Some(_), None) => tree_hosts(&self.switches),
+        self.hosts_and_notes(what).map(|(hosts, _)| hosts)
+    }
+
+    /// [`Units::hosts`], with a note for each switch or block that lists
+    /// no node (Slurm takes it; it holds no host).
+    ///
+    /// # Errors
+    /// As [`Units::hosts`]; a topology that lists no node at all.
+    pub fn hosts_and_notes(&self, what: &str) -> Result<(Hosts, Vec<String>)> {
+        let (hosts, units, kind) = match (self.switches.first(), self.blocks.first()) {
+            (Some(_), Some(b)) => {
+                return Err(bad(
+                    b.line,
+                    &b.name,
+                    "switches and blocks in one topology: give one topology",
+                ));
+            }
+            (Some(_), None) => (tree_hosts(&self.switches)?, &self.switches, "switch"),
             (None, Some(_)) => {
                 let levels = match &self.block_sizes {
                     Some(sizes) => sizes.outer_keys(&self.blocks)?,
                     None => vec![Vec::new(); self.blocks.len()],
                 };
-                block_hosts(&self.blocks, &levels, &self.aggregated)
+                let hosts = block_hosts(&self.blocks, &levels, &self.aggregated)?;
+                (hosts, &self.blocks, "block")
             }
-            (None, None) => Err(bad(0, what, "no switch and no block listed")),
+            (None, None) => return Err(bad(0, what, "no switch and no block listed")),
+        };
+        if hosts.is_empty() {
+            let first = units.first().map_or(0, |u| u.line);
+            return Err(bad(
+                first,
+                what,
+                &format!("no {kind} lists a node: the topology has no host"),
+            ));
         }
+        let notes = units.iter().filter_map(|u| u.empty_note(kind)).collect();
+        Ok((hosts, notes))
     }
 }
 
@@ -336,7 +349,10 @@ pub(crate) fn read_lines(text: &str, dialect: Dialect) -> Result<Units> {
             let slot = match key.as_str() {
                 "nodes" => &mut unit.nodes,
                 "switches" => &mut unit.children,
-                _ => continue,
+                number => {
+                    whole_number(line, number, value)?;
+                    continue;
+                }
             };
             if slot.replace((*value).to_string()).is_some() {
                 return Err(bad(line, key, "a parameter is given twice"));
@@ -345,6 +361,32 @@ pub(crate) fn read_lines(text: &str, dialect: Dialect) -> Result<Units> {
         list.push(unit);
     }
     Ok(units)
+}
+
+/// A numeric parameter's value checked, so that a value that is not one
+/// (`BlockSize=four`) is refused rather than read as absent: `BlockSize=`
+/// a positive integer; `BlockIndex=`, `Level=`, `LinkSpeed=` integers from
+/// 0 (32 bits, as Slurm reads them).
+fn whole_number(line: usize, key: &str, value: &str) -> Result<()> {
+    let min = u32::from(key == "blocksize");
+    match value.parse::<u32>() {
+        Ok(n) if n >= min => Ok(()),
+        _ => {
+            let name = match key {
+                "blocksize" => "BlockSize",
+                "blockindex" => "BlockIndex",
+                "level" => "Level",
+                "linkspeed" => "LinkSpeed",
+                other => other,
+            };
+            let range = if min == 1 { "from 1" } else { "from 0" };
+            Err(bad(
+                line,
+                &format!("{name}={value}"),
+                &format!("{name} is an integer {range} to 4294967295"),
+            ))
+        }
+    }
 }
 
 /// `BlockSizes=`: positive integers separated by commas.

@@ -32,8 +32,16 @@ impl Hosts {
     /// times a power of two, a switch or block defined twice, a child
     /// switch not defined or with two parents, a cycle, a node in two
     /// blocks or two leaf switches, blocks and switches mixed, a ring
-    /// topology, nothing listed.
+    /// topology, a numeric parameter that is not a number, nothing listed
+    /// or no node at all. A switch or block that lists no node is taken,
+    /// as Slurm takes it (it holds no host).
     pub fn parse_topology_conf(text: &str) -> Result<Hosts> {
         read_lines(text, Dialect::Conf)?.hosts("topology.conf")
     }
+}
+
+/// [`Hosts::parse_topology_conf`], with a note for each switch or block
+/// that lists no node.
+pub(crate) fn with_notes(text: &str) -> Result<(Hosts, Vec<String>)> {
+    read_lines(text, Dialect::Conf)?.hosts_and_notes("topology.conf")
 }

@@ -4,7 +4,8 @@ use crate::error::Result;
 use crate::machine::Hosts;
 use crate::machine::hosts::bad;
 use crate::machine::read::block_levels::BlockSizes;
-use crate::machine::read::slurm::{Unit, Units};
+use crate::machine::read::slurm::Units;
+use crate::machine::read::unit::Unit;
 use crate::machine::read::yaml::{self, Node};
 
 impl Hosts {
@@ -36,74 +37,80 @@ impl Hosts {
     /// neither block nor tree (flat, ring, torus3d), an unknown key, and
     /// what [`Hosts::parse_topology_conf`] refuses in the blocks or switches.
     pub fn parse_topology_yaml(text: &str, topology: Option<&str>) -> Result<Hosts> {
-        let doc = yaml::parse(text)?;
-        let Node::Seq { items, .. } = &doc else {
-            return Err(bad(doc.line(), "", "expected a list of topologies"));
+        with_notes(text, topology).map(|(hosts, _)| hosts)
+    }
+}
+
+/// [`Hosts::parse_topology_yaml`], with a note for each switch or block
+/// that lists no node.
+pub(crate) fn with_notes(text: &str, topology: Option<&str>) -> Result<(Hosts, Vec<String>)> {
+    let doc = yaml::parse(text)?;
+    let Node::Seq { items, .. } = &doc else {
+        return Err(bad(doc.line(), "", "expected a list of topologies"));
+    };
+    let mut chosen: Option<(&str, &Entries)> = None;
+    let mut first = None;
+    for item in items {
+        let Node::Map { entries, line } = item else {
+            return Err(bad(item.line(), "", "a topology is a mapping"));
         };
-        let mut chosen: Option<(&str, &Entries)> = None;
-        let mut first = None;
-        for item in items {
-            let Node::Map { entries, line } = item else {
-                return Err(bad(item.line(), "", "a topology is a mapping"));
-            };
-            let name = scalar(
-                get(entries, "topology")
-                    .ok_or_else(|| bad(*line, "", "a topology has a `topology:` name"))?,
-            )?;
-            let default = match get(entries, "cluster_default") {
-                None => false,
-                Some(v) => match scalar(v)? {
-                    "true" | "True" | "TRUE" | "yes" => true,
-                    "false" | "False" | "FALSE" | "no" => false,
-                    other => {
-                        return Err(bad(v.line(), other, "cluster_default is true or false"));
-                    }
-                },
-            };
-            first.get_or_insert((name, entries.as_slice()));
-            let wanted = match topology {
-                Some(want) => want == name,
-                None => default,
-            };
-            if wanted && chosen.is_none() {
-                chosen = Some((name, entries.as_slice()));
-            }
+        let name = scalar(
+            get(entries, "topology")
+                .ok_or_else(|| bad(*line, "", "a topology has a `topology:` name"))?,
+        )?;
+        let default = match get(entries, "cluster_default") {
+            None => false,
+            Some(v) => match scalar(v)? {
+                "true" | "True" | "TRUE" | "yes" => true,
+                "false" | "False" | "FALSE" | "no" => false,
+                other => {
+                    return Err(bad(v.line(), other, "cluster_default is true or false"));
+                }
+            },
+        };
+        first.get_or_insert((name, entries.as_slice()));
+        let wanted = match topology {
+            Some(want) => want == name,
+            None => default,
+        };
+        if wanted && chosen.is_none() {
+            chosen = Some((name, entries.as_slice()));
         }
-        let (name, entries) = match (chosen, topology) {
-            (Some(c), _) => c,
-            (None, Some(want)) => {
-                return Err(bad(0, want, &format!("no topology named {want:?}")));
-            }
-            (None, None) => first.ok_or_else(|| bad(1, "", "no topology listed"))?,
-        };
-        let mut units = Units::default();
-        let mut kind = None;
-        for (key, value) in entries {
-            match key.as_str() {
-                "topology" | "cluster_default" => {}
-                "block" | "tree" | "flat" | "ring" | "torus3d" => {
-                    if kind.replace(key.as_str()).is_some() {
-                        return Err(bad(value.line(), key, "a topology has one type"));
-                    }
-                    match key.as_str() {
-                        "block" => read_block(value, &mut units)?,
-                        "tree" => read_tree(value, &mut units)?,
-                        _ => {
-                            return Err(bad(
-                                value.line(),
-                                key,
-                                &format!(
-                                    "topology {name:?} is {key}: it has no domains (give a block or tree topology)"
-                                ),
-                            ));
-                        }
+    }
+    let (name, entries) = match (chosen, topology) {
+        (Some(c), _) => c,
+        (None, Some(want)) => {
+            return Err(bad(0, want, &format!("no topology named {want:?}")));
+        }
+        (None, None) => first.ok_or_else(|| bad(1, "", "no topology listed"))?,
+    };
+    let mut units = Units::default();
+    let mut kind = None;
+    for (key, value) in entries {
+        match key.as_str() {
+            "topology" | "cluster_default" => {}
+            "block" | "tree" | "flat" | "ring" | "torus3d" => {
+                if kind.replace(key.as_str()).is_some() {
+                    return Err(bad(value.line(), key, "a topology has one type"));
+                }
+                match key.as_str() {
+                    "block" => read_block(value, &mut units)?,
+                    "tree" => read_tree(value, &mut units)?,
+                    _ => {
+                        return Err(bad(
+                            value.line(),
+                            key,
+                            &format!(
+                                "topology {name:?} is {key}: it has no domains (give a block or tree topology)"
+                            ),
+                        ));
                     }
                 }
-                other => return Err(bad(value.line(), other, "unknown topology attribute")),
             }
+            other => return Err(bad(value.line(), other, "unknown topology attribute")),
         }
-        units.hosts(name)
     }
+    units.hosts_and_notes(name)
 }
 
 /// A mapping's entries, in the order written.

@@ -1,6 +1,7 @@
 //! Each policy's rank map and new layout.
 
 mod drop_replica;
+mod lanes;
 mod next_grid;
 mod replicas;
 mod shift;
@@ -69,7 +70,10 @@ impl<'a> Job<'a> {
 
     /// Processes alive (the old job's survivors and the spares).
     pub fn alive(&self) -> u32 {
-        self.world + self.spares - self.failed.len() as u32
+        // The failed processes are distinct processes of the job or its
+        // spares (`Failure::check`): fewer than `world + spares`, a u32.
+        let failed = u32::try_from(self.failed.len()).unwrap_or(u32::MAX);
+        (self.world + self.spares).saturating_sub(failed)
     }
 }
 

@@ -54,7 +54,7 @@ pub(crate) fn assign(job: &Job<'_>) -> Result<Assigned> {
                 p += 1;
             }
             let notes = vec![format!(
-                "no smaller dp fits; {name} {size} -> {v}, dp {dp} -> {}: the model's shape changed, so ranks follow the survivors' order and every group is new",
+                "no smaller dp fits; {name} {size} -> {v}, dp {dp} -> {}: the grid's shape changed, so ranks follow the survivors' order (the cost's moved ranks receive model state); a group is kept only where its members, in order, happen to be an old group's, and a group of one process is alone",
                 new.sizes().dp
             )];
             return Ok(Assigned {

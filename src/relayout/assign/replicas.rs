@@ -55,10 +55,11 @@ pub(crate) fn fill(job: &Job<'_>, new: &Layout, map: &mut RankMap, dropped: &[u3
         .collect();
     let mut slot_of = vec![None; dp as usize];
     let mut refill = Vec::new();
-    if intact.len() as u32 >= dp2 {
-        for (s, &d) in intact.iter().take(dp2 as usize).enumerate() {
+    // Replicas are counted as u32s: there are dp of them.
+    if intact.len() >= dp2 as usize {
+        for (s, &d) in (0u32..).zip(intact.iter().take(dp2 as usize)) {
             if let Some(x) = slot_of.get_mut(d as usize) {
-                *x = Some(s as u32);
+                *x = Some(s);
             }
         }
     } else {
@@ -114,7 +115,8 @@ pub(crate) fn fill(job: &Job<'_>, new: &Layout, map: &mut RankMap, dropped: &[u3
             }
         }
     }
-    let filled = holes.len() as u32;
+    // The holes are distinct ranks of the new layout: a u32 counts them.
+    let filled = u32::try_from(holes.len()).unwrap_or(u32::MAX);
     let free: Vec<u32> = (0..map.len())
         .filter(|&p| map.is_free(p))
         .take(holes.len())
@@ -196,7 +198,7 @@ fn grids(old: &Layout, new: &Layout) -> Result<Vec<Grid>> {
 /// The stride of `dp` in `layout`'s grid `part` (the rank of coordinate
 /// dp = 1 less that of dp = 0, the others 0), checked against the rank of
 /// dp = dp - 1; the grid's size when dp is 1.
-fn dp_stride(layout: &Layout, part: Part) -> Result<u32> {
+pub(super) fn dp_stride(layout: &Layout, part: Part) -> Result<u32> {
     let dp = layout.sizes().dp;
     let at = |d: u32| {
         layout.rank(

@@ -50,9 +50,10 @@ pub(crate) fn assign(job: &Job<'_>, fill: bool) -> Result<Assigned> {
     })?;
     let world2 = new.world_size();
     let mut map = job.blank_map();
-    for (p, &r) in rank.iter().enumerate() {
+    // Processes counted as u32s: the old world and its spares fit one.
+    for (p, &r) in (0u32..).zip(&rank) {
         if r < world2 {
-            map.assign(p as u32, r);
+            map.assign(p, r);
         }
     }
     let notes = vec![format!(

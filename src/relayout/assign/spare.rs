@@ -27,8 +27,9 @@ pub(crate) fn assign(job: &Job<'_>) -> Result<Assigned> {
         .map(|p| (p - job.world) / g)
         .collect();
     broken_spares.dedup();
-    let usable = spares - broken_spares.len() as u32;
-    if dead.len() as u64 > u64::from(usable) {
+    // The broken spares are distinct spare nodes: at most `spares`.
+    let usable = spares.saturating_sub(u32::try_from(broken_spares.len()).unwrap_or(u32::MAX));
+    if dead.len() > usable as usize {
         return Err(no(format!(
             "{} node(s) failed and there are {usable} spare node(s) left",
             dead.len()

@@ -127,6 +127,13 @@ kept groups stay the same objects, shrunk ones go through
 ``torch.distributed.shrink_group`` where the backend has it, new ones are
 created by their members alone.
 
+Moving tensors between layouts
+------------------------------
+:func:`apply_reshard` (:mod:`rank_layout.torch.reshard`) runs a
+:func:`rank_layout.reshard` plan on this process's tensors: its sends and
+receives in one ``batch_isend_irecv``, in the plan's order, its local
+copies in memory.
+
 Megatron-Core
 -------------
 :mod:`rank_layout.torch.megatron` builds Megatron-Core's groups this way and
@@ -139,16 +146,18 @@ torch is imported by this package only: ``import rank_layout`` never needs it.
 
 # This package only re-exports. The implementation: _groups (GroupSpec,
 # build_groups: how families of groups are built), _new_groups
-# (new_groups), modules (new_module_groups), device_mesh, torchtitan, and
-# megatron (imported when asked for); each imports the others' names from
-# where they are defined, never from this package. _groups comes first: it
-# raises the ImportError saying torch is needed.
+# (new_groups), modules (new_module_groups), device_mesh, torchtitan,
+# relayout, reshard (apply_reshard), and megatron (imported when asked
+# for); each imports the others' names from where they are defined, never
+# from this package. _groups comes first: it raises the ImportError saying
+# torch is needed.
 from rank_layout.torch._groups import METHODS, GroupSpec, build_groups, check_world  # noqa: F401
 from rank_layout.torch._new_groups import ProcessGroups, gather_rank_map, new_groups  # noqa: F401
 from rank_layout.torch.modules import ModuleGroups, new_module_groups
 from rank_layout.torch.device_mesh import device_mesh  # the function shadows its module's name
 from rank_layout.torch.torchtitan import torchtitan_meshes
 from rank_layout.torch.relayout import AppliedRelayout, apply_relayout
+from rank_layout.torch.reshard import apply_reshard
 
 # GroupSpec, build_groups, check_world and ProcessGroups stay importable
 # from here, as before, but are internal (rank_layout.torch.megatron's
@@ -163,4 +172,5 @@ __all__ = [
     "torchtitan_meshes",
     "apply_relayout",
     "AppliedRelayout",
+    "apply_reshard",
 ]

@@ -449,7 +449,8 @@ def _decide(
         return kind, "none", old_pg, [], []
     color = split[0]
     members = [torch_rank(plan, m - new_off) for m in plan.layout.group(kind, color)]
-    if color in set(ch["new"]):
+    if color in set(ch["new"]) or color in set(ch["alone"]):
+        # New, or alone (one process: a group of itself, made by itself).
         return kind, "new", old_pg, members, []
     s = next((s for s in ch["shrunk"] if s["new"] == color), None)
     if s is not None:
