@@ -228,7 +228,7 @@ _CHECKS: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
 
 # shrink_group's flag that ends the parent's operations in flight first
 # (NCCL_SHRINK_ABORT), where torch has it.
-_SHRINK_ABORT = (
+_SHRINK_ABORT: dict[str, Any] = (
     {"shrink_flags": dist.distributed_c10d.SHRINK_ABORT} if hasattr(dist.distributed_c10d, "SHRINK_ABORT") else {}
 )
 
@@ -543,7 +543,8 @@ def _settle(
     if keep == "never" or not candidates:
         return set()
     store = dist.distributed_c10d._get_default_store()
-    wait = timeout if timeout is not None else store.timeout
+    # Store.timeout exists at run time; torch's stubs do not list it.
+    wait = timeout if timeout is not None else store.timeout  # type: ignore[attr-defined]
     me = dist.get_rank()
     unique = list({id(pg): (label, pg) for label, pg in candidates}.values())
     prefix = {}
@@ -675,6 +676,7 @@ def _destroy_unused(groups: Mapping[str, Any], out: dict[str, Any], how: dict[st
 
 
 def _is_nccl(pg: Any) -> bool:
+    """Whether ``pg``'s backend is NCCL (``False`` where torch cannot say)."""
     try:
         return "nccl" in str(dist.get_backend(pg)).lower()
     except Exception:
