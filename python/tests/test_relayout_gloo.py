@@ -100,7 +100,9 @@ def run_case(config: dict[str, Any], kinds: list[str], failed: int, tmp_path: Pa
                 shrinking = [k for k in kinds if s["kinds"][k]["how"] == "shrunk"]
                 assert len(s["shrink_calls"]) == len(shrinking) - (shared and "dp-cp" in shrinking)
                 assert s["same_dp_dp_cp"] == (shared and s["rank"] is not None)
-                for old, exclude in s["shrink_calls"]:
+                for old, exclude, flags in s["shrink_calls"]:
+                    # NCCL_SHRINK_ABORT: the parent may have work in flight.
+                    assert flags == torch.distributed.distributed_c10d.SHRINK_ABORT
                     left = [r for i, r in enumerate(old) if i not in exclude]
                     assert left in [s["kinds"][k]["processes"] for k in shrinking]
         else:
@@ -149,26 +151,33 @@ def test_relayout_gloo_16_processes(tmp_path: Path) -> None:
 
 def test_relayout_gloo_told_the_wrong_rank(tmp_path: Path) -> None:
     """Process 5 dies, but the survivors are told 2 did: the plan drops 2's
-    replica and rebuilds data-parallel groups with 5 in them. Their other
-    members end with a LayoutError naming the kind and the torch ranks
-    after the 5 s timeout; every other process goes on; nothing hangs."""
+    replica (2 and 3 go idle), keeps tp group [4, 5] and shrinks the dp
+    groups to [0, 4, 6] and [1, 5, 7]. Process 4 waits for the dead one's
+    report on the kept group and ends with a LayoutError naming tp and the
+    ranks; the members of the dp groups that wait for 4 (which made no
+    group) or 5 end with one naming dp; each after the 5 s timeout; the
+    idle processes go on; nothing hangs."""
     config, kinds, failed, told = dict(tp=2, dp=4, order="tp-dp-pp"), ["tp", "dp"], 5, 2
     layout = Layout(**config)
     job = {"layout": config, "kinds": kinds, "failed": failed, "policies": [], "told": told, "timeout_s": 5}
     results = relayout_worker.spawn(layout.world_size, job, tmp_path, deadline_s=300)
     plan = relayout(layout, [told], policy="drop-replica", kinds=kinds)
-    # The new dp groups the dead process is put in, and their other members.
-    stuck = [g for g in (plan.layout.group("dp", c) for c in range(len(plan.layout.groups("dp"))))
-             if any(plan.process(n) == failed for n in g)]
-    waiting = {plan.process(n) for g in stuck for n in g} - {failed}
-    assert stuck and waiting
+    groups = {k: [[plan.process(n) for n in g] for g in plan.layout.groups(k)] for k in kinds}
+    assert groups == {"tp": [[0, 1], [4, 5], [6, 7]], "dp": [[0, 4, 6], [1, 5, 7]]}
+    assert plan.changes("tp")["new"] == [] and plan.changes("dp")["kept"] == 0
+    expected = {
+        4: "kind tp: the members of the group the plan keeps (torch ranks [4, 5]) did not all say within 0:00:05",
+        **{p: "kind dp: making the group of torch ranks [0, 4, 6] failed" for p in (0, 6)},
+        **{p: "kind dp: making the group of torch ranks [1, 5, 7] failed" for p in (1, 7)},
+        **{p: None for p in (2, 3)},
+    }
+    assert sorted(expected) == [r["rank"] for r in results if r["rank"] != failed]
     for r in results:
         if r["rank"] == failed:
             continue
-        wrong = r["wrong"]
-        if r["rank"] in waiting:
-            members = next([plan.process(n) for n in g] for g in stuck if r["rank"] in map(plan.process, g))
-            assert wrong["error"].startswith(f"kind dp: making the group of torch ranks {members} failed"), wrong
-            assert 4 < wrong["seconds"] < 30, wrong
-        else:
+        wrong, message = r["wrong"], expected[r["rank"]]
+        if message is None:
             assert wrong["error"] is None, (r["rank"], wrong)
+        else:
+            assert wrong["error"].startswith(message), (r["rank"], wrong)
+            assert 4 < wrong["seconds"] < 30, wrong

@@ -212,6 +212,21 @@ def recorded(out: Any, rank: int, result: dict[str, Any]) -> Iterator[None]:
         Path(out, f"{rank}.json").write_text(json.dumps(result))
 
 
+def refusals(cases: list[tuple[Callable[[], Any], str]]) -> int:
+    """Each ``(call, message)`` of ``cases``: the call raises a
+    ``rank_layout.LayoutError`` whose text holds ``message``. How many."""
+    from rank_layout import LayoutError
+
+    for bad, message in cases:
+        try:
+            bad()
+        except LayoutError as e:
+            assert message in str(e), (message, str(e))
+        else:
+            raise AssertionError(f"no LayoutError ({message})")
+    return len(cases)
+
+
 def closing_all_reduce(world: int) -> None:
     """The world still works after everything: a last all-reduce over the
     default group, then its end."""

@@ -39,7 +39,10 @@ For every kind of ``groups`` (each must be one the plan classified: pass
 group of the new layout is
 
 - **kept**: the same ``ProcessGroup`` object, untouched (the plan keeps a
-  group only with the same members in the same order);
+  group only with the same members in the same order), where its members
+  agree that none of them has an unfinished operation on it (below);
+  otherwise a new group of the same members in the same order (how
+  ``"rebuilt"``, the kind listed in ``unsettled``);
 - **shrunk**: ``torch.distributed.shrink_group(old_group, exclude)``, the
   plan's ``exclude`` being positions in the old group, where the old
   group's backend supports shrinking (torch 2.15: NCCL 2.27 and later;
@@ -66,8 +69,74 @@ made anew, not shrunk). Its ``groups`` entry is as ``new_groups`` gives
 it (one group, a list by color, or ``None``), its ``how`` ``"kept"``
 (every one kept), ``"new"`` (some made) or ``"none"`` (no group).
 
-Old groups that no kind keeps or shrank are destroyed
-(``destroy_old=True``, the default): on gloo that is local.
+Old groups that no kind keeps or shrank are ended (``destroy_old=True``,
+the default): destroyed on gloo, which is local and closes the group's
+connections, so that an operation a peer left on it fails at once instead
+of holding the group's worker thread until its timeout; aborted on NCCL
+(``_abort_process_group``: a destroy finalizes the communicator, which
+waits for operations in flight that will never finish).
+
+Keeping a group after a death mid-collective
+--------------------------------------------
+A process that dies while its peers are inside collectives leaves more
+than its own groups unfinished: the survivors around it run on as far as
+their work completes, so a survivor may have issued operations on a group
+the plan keeps that its partner in that group never will (the partner was
+stuck on the dead process's group). Such a group carries an operation one
+member is still inside; the next collective of its other members would
+match it: a wrong sum, or "Connection closed by peer" when the first
+member's operation times out. So a group the plan keeps stays only where
+its members agree that none of them has an unfinished operation on it:
+
+- each member reports the count of operations it issued on the group,
+  torch's sequence number of the group
+  (``ProcessGroup._get_sequence_number_for_group``: on gloo every
+  collective and point-to-point operation, counted when issued; on NCCL
+  the collectives), or ``"unfinished"`` where the caller names the group
+  in ``unfinished=``, or ``"unknown"`` on a backend without the count;
+- the reports go through the store every process already has (the
+  default group's, ``_get_default_store()``), under keys of the plan's
+  hash, the group's name (alike on every member, unique to the group) and
+  how many times this process checked the group before (alike on every
+  member, as every member checks it in the same calls, so every check has
+  keys of its own); every member writes its reports first, then reads its
+  partners', each wait bounded by ``timeout`` (default: the store's):
+  past it, or when the store cannot be reached,
+  :class:`rank_layout.LayoutError` naming the kind and ranks;
+- the group is kept when every report is the same count; then every
+  operation one member issued on it, every other member issued too, and
+  as they are all alive, they all complete. Otherwise it is made anew
+  (members only, same order). Every member reads the same reports, so
+  they all decide alike, with one count-advancing call per kind as
+  before.
+
+The count cannot see two members each leaving an operation the other
+never matches (on gloo, two point-to-point sends each without its
+receive), nor, on NCCL, point-to-point operations at all (torch counts
+them apart and does not expose that count): a process that stopped
+waiting for work on a group, saw work on it fail, or may have left a
+point-to-point operation unmatched, names the group in ``unfinished=``;
+``keep="never"`` makes every group anew. A survivor blocked in a wait
+without a bound (``work.wait()``, a collective without ``async_op``)
+reaches the call only when that wait ends, at the old group's timeout; its
+partners wait for its reports at most ``timeout``, then fail with the
+:class:`rank_layout.LayoutError`: wait on work with a bound
+(``work.wait(timeout)``, or ``is_completed()``) after a failure. An
+overlapping kind's old groups are kept on the same terms.
+:func:`settled_groups` is the check alone, for a caller that reuses old
+groups itself.
+
+The Work objects a survivor stopped waiting on are its own to drop: on a
+group that is ended (above), they fail at once (gloo, all members
+destroying it) or are aborted (NCCL); on an old group kept by the caller
+(``destroy_old=False``) a gloo operation still waiting for a partner
+holds one of the group's worker threads until the group's timeout, and
+dropping the group's last reference waits for it; ``work.wait(timeout)``
+is bounded. On NCCL a survivor that waited on such work has its current
+stream wait for it, and a kept group's next collective queues behind
+that stream until the old group is aborted (``destroy_old=True`` does
+it; with ``destroy_old=False``, abort those groups before using the kept
+ones).
 
 Order of members
 ----------------
@@ -93,11 +162,13 @@ destroyed at once (as :func:`rank_layout.torch.new_groups` does). So the
 precondition is torch's own: before the call, every surviving process has
 created the same number of groups (true after ``new_groups`` on every
 process, spares included). No call involves a process outside the new
-group, and nothing is sent on the default group. Per process: O(kinds)
+group, and nothing is sent on the default group (the agreement on kept
+groups goes through its store). Per process: O(kinds)
 calls and O(its group sizes) work.
 
-Every wait is bounded: a new group's rendezvous and its collectives wait
-at most ``timeout`` (default: torch's, 30 minutes on gloo, 10 on NCCL);
+Every wait is bounded: a new group's rendezvous and its collectives, and
+the members' reports on a kept group, wait at most ``timeout`` (default:
+torch's, 30 minutes on gloo, 10 on NCCL; the store's for the reports);
 a member that never comes (dead, or told it has no place) ends the call
 with :class:`rank_layout.LayoutError` naming the kind and the ranks
 (tested: survivors told the wrong rank died). Refusals (a plan kind
@@ -117,13 +188,26 @@ NCCL (not run here: the tests use gloo on CPU): a default group with a
 bound device makes torch create new groups with ``ncclCommSplit`` of the
 whole world, where the dead rank would be needed; apply_relayout asks for
 ``lazy_init`` NCCL options on new groups of an NCCL backend so that each
-group's communicator is made by its members alone.
+group's communicator is made by its members alone. A shrunk group is
+``shrink_group(exclude, group=old, shrink_flags=SHRINK_ABORT)``:
+``ncclCommShrink`` with ``NCCL_SHRINK_ABORT``, which first ends the
+parent's operations in flight (after a death some never finish; the
+default flag needs none in flight), then makes the child of the members
+left, a communicator of its own with nothing in flight. torch 2.15's
+``shrink_group`` then destroys the parent itself (``destroy_process_group``,
+a ``ncclCommFinalize``, with nothing left to wait for once the flag has
+ended the parent's operations); the other old groups are aborted, not
+destroyed (above). A kept group stays on the members' agreement (above):
+its collectives are counted (``seqCollective_``), its point-to-point
+operations are not, so pipeline traffic left unfinished is named in
+``unfinished=``, or ``keep="never"``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+import weakref
+from collections.abc import Iterable, Mapping
 from datetime import timedelta
 from typing import Any, Optional
 
@@ -135,6 +219,18 @@ from rank_layout.torch._groups import _KEEP_ORDER, GroupSpec, RankMap, _local
 
 #: Values of ``apply_relayout(shrink=...)``.
 SHRINK = ("auto", "never")
+#: Values of ``apply_relayout(keep=...)``.
+KEEP = ("agreed", "never")
+
+# How many times this process checked each group for :func:`_settle`:
+# alike on every member, so each check has keys of its own.
+_CHECKS: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+
+# shrink_group's flag that ends the parent's operations in flight first
+# (NCCL_SHRINK_ABORT), where torch has it.
+_SHRINK_ABORT: dict[str, Any] = (
+    {"shrink_flags": dist.distributed_c10d.SHRINK_ABORT} if hasattr(dist.distributed_c10d, "SHRINK_ABORT") else {}
+)
 
 
 @dataclasses.dataclass
@@ -144,15 +240,20 @@ class AppliedRelayout:
     ``groups``: kind -> this process's group of the new layout (or
     ``None``; a list where the process is in several groups of a kind whose
     groups overlap); ``how``: kind -> ``"kept"``, ``"shrunk"`` (by
-    ``shrink_group``), ``"rebuilt"`` (shrunk in the plan, created anew),
-    ``"new"`` or ``"none"``; ``rank``: this process's rank in the new layout
-    (``None`` when it has none); ``destroyed``: old groups destroyed."""
+    ``shrink_group``), ``"rebuilt"`` (shrunk or kept in the plan, created
+    anew), ``"new"`` or ``"none"``; ``rank``: this process's rank in the new
+    layout (``None`` when it has none); ``destroyed``: old groups destroyed
+    (aborted, on NCCL); ``unsettled``: the kinds with a group the plan
+    keeps whose members did not agree that none of them had an unfinished
+    operation on it, so it was created anew (see "Keeping a group after a
+    death mid-collective" in :mod:`rank_layout.torch.relayout`)."""
 
     plan: Relayout
     groups: dict[str, Optional[Any]]
     how: dict[str, str]
     rank: Optional[int]
     destroyed: int = 0
+    unsettled: list[str] = dataclasses.field(default_factory=list)
 
     def kinds(self, how: str) -> list[str]:
         """The kinds whose group fared ``how``."""
@@ -174,6 +275,8 @@ def apply_relayout(
     shrink: str = "auto",
     pg_options: Any = None,
     destroy_old: bool = True,
+    keep: str = "agreed",
+    unfinished: Iterable[Any] = (),
 ) -> AppliedRelayout:
     """Applies ``plan`` to ``groups`` (what :func:`rank_layout.torch.new_groups`
     returned on this process for the plan's old layout: kind -> this
@@ -185,10 +288,18 @@ def apply_relayout(
     created, and why it cannot hang. ``backend`` and ``pg_options`` (one
     value, or a dict by kind) go to the groups created (default: the
     default group's backend); ``timeout`` bounds every rendezvous and
-    collective of them; ``shrink`` is ``"auto"`` (``shrink_group`` where
-    the backend supports it) or ``"never"`` (always a new group).
+    collective of them, and the members' agreement on a kept group;
+    ``shrink`` is ``"auto"`` (``shrink_group`` where the backend supports
+    it) or ``"never"`` (always a new group). ``keep`` is ``"agreed"`` (a
+    group the plan keeps stays only where its members agree, through the
+    store, that none of them has an unfinished operation on it; else it is
+    created anew) or ``"never"`` (every group is created anew); ``unfinished``
+    names old groups on which this process stopped waiting for work, saw
+    work fail, or may have left a point-to-point operation unmatched: they
+    are never kept.
     """
-    _check_args(plan, groups, shrink, timeout, backend, pg_options)
+    _check_args(plan, groups, shrink, timeout, backend, pg_options, keep)
+    unfinished_ids = _ids(unfinished)
     old, new = plan.old_layout, plan.layout
     off, new_off = old.rank_offset, new.rank_offset
     me = dist.get_rank()
@@ -198,15 +309,25 @@ def apply_relayout(
     # Every shrink plan and new-group list of the plan's kinds, looked up
     # by the new group's number.
     changes = {k: plan.changes(k) for k in groups}
-    # Decide first (no call yet), so that a refusal comes before any group.
+    # Decide first (no group made yet), so that a refusal comes before any group.
     decisions = []
     for kind, old_pg in groups.items():
         if plan.old_layout.split_rounds(kind) > 1 or plan.layout.split_rounds(kind) > 1:
             # Overlapping groups (an encoder's fan-out): by split rounds.
             olds = list(old_pg) if isinstance(old_pg, (list, tuple)) else [] if old_pg is None else [old_pg]
-            decisions.append((kind, "rounds", olds, [], []))
+            decisions.append((kind, "rounds", olds, _reusable(plan, kind, olds, rank), []))
         else:
             decisions.append(_decide(plan, kind, old_pg, changes[kind], rank, new_off))
+    # The groups the plan keeps stay only where their members agree that
+    # none has an unfinished operation on them (one exchange through the
+    # store, before any group is made).
+    candidates = [(d[0], d[2]) for d in decisions if d[1] == "kept"]
+    candidates += [(d[0], pg) for d in decisions if d[1] == "rounds" for pg in d[3]]
+    labels = {id(pg): f"kind {kind}" for kind, pg in candidates}
+    settled = _settle(plan, [(labels[id(pg)], pg) for _, pg in candidates], timeout, keep, unfinished_ids)
+    unsettled = [kind for kind, pg in candidates if id(pg) not in settled]
+    decisions = [(k, "rebuild", pg, m, x) if a == "kept" and id(pg) not in settled else (k, a, pg, m, x)
+                 for k, a, pg, m, x in decisions]
     kept_pgs = {id(d[2]) for d in decisions if d[1] == "kept"}
     out: dict[str, Any] = {}
     how: dict[str, str] = {}
@@ -218,7 +339,8 @@ def apply_relayout(
         kb = _by_kind(backend, kind)
         opts = _by_kind(pg_options, kind)
         if action == "rounds":
-            out[kind], how[kind] = _rounds(plan, kind, old_pg, rank, me, kb, opts, timeout)
+            reuse = [pg for pg in members if id(pg) in settled]
+            out[kind], how[kind] = _rounds(plan, kind, old_pg, reuse, rank, me, kb, opts, timeout)
             continue
         if action in ("kept", "none"):
             _advance(me, kb, timeout, kind)
@@ -232,20 +354,50 @@ def apply_relayout(
                 _advance(me, kb, timeout, kind)
                 out[kind], how[kind] = shrunk[key], "shrunk"
             elif shrink == "auto" and old_pg is not default and id(old_pg) not in kept_pgs and _can_shrink(old_pg):
-                pg = _call(kind, members, lambda: dist.shrink_group(list(exclude), group=old_pg))
+                pg = _call(kind, members, lambda: dist.shrink_group(list(exclude), group=old_pg, **_SHRINK_ABORT))
                 out[kind], how[kind] = pg, "shrunk"
                 shrunk[key] = pg
             else:
                 out[kind], how[kind] = _new(kind, members, kb, opts, timeout), "rebuilt"
+        elif action == "rebuild":
+            out[kind], how[kind] = _new(kind, members, kb, opts, timeout), "rebuilt"
         else:
             out[kind], how[kind] = _new(kind, members, kb, opts, timeout), "new"
     destroyed = 0
     if destroy_old:
         destroyed = _destroy_unused(groups, out, how)
-    return AppliedRelayout(plan=plan, groups=out, how=how, rank=rank, destroyed=destroyed)
+    unsettled = sorted(set(unsettled), key=list(groups).index)
+    return AppliedRelayout(plan=plan, groups=out, how=how, rank=rank, destroyed=destroyed, unsettled=unsettled)
 
 
-def _check_args(plan: Any, groups: Any, shrink: Any, timeout: Any, backend: Any, pg_options: Any) -> None:
+def settled_groups(
+    plan: Relayout, pgs: Iterable[Any], *, timeout: Optional[timedelta] = None, unfinished: Iterable[Any] = ()
+) -> list[Any]:
+    """Of ``pgs`` (old process groups this process would keep after
+    ``plan``), the ones whose members agree that none of them has an
+    unfinished operation on it: every member reports the same count of
+    operations issued on the group (torch's sequence number of the group)
+    and none names it in ``unfinished``. The members exchange their
+    reports through the default group's store (no collective), once per
+    call; every member of every group of ``pgs`` must call with that group
+    among its ``pgs`` (and check it as often as the others), and they all
+    get the same answer.
+    Waits at most ``timeout`` (default: the store's) for the members'
+    reports, else :class:`rank_layout.LayoutError` naming the group.
+    :func:`apply_relayout` uses it for the groups the plan keeps; a caller
+    that reuses old groups itself (as
+    :func:`rank_layout.torch.megatron.relayout_model_parallel` does) can
+    use it to keep only the safe ones."""
+    if not isinstance(plan, Relayout):
+        raise LayoutError(f"settled_groups takes a rank_layout.Relayout, got {type(plan).__name__}")
+    if timeout is not None and not isinstance(timeout, timedelta):
+        raise LayoutError(f"timeout must be a datetime.timedelta, got {timeout!r}")
+    pgs = list(pgs)
+    settled = _settle(plan, [(f"group {pg.group_name}", pg) for pg in pgs], timeout, "agreed", _ids(unfinished))
+    return [pg for pg in pgs if id(pg) in settled]
+
+
+def _check_args(plan: Any, groups: Any, shrink: Any, timeout: Any, backend: Any, pg_options: Any, keep: Any) -> None:
     """Every refusal, alike on every process, before any call."""
     if not isinstance(plan, Relayout):
         raise LayoutError(f"apply_relayout takes a rank_layout.Relayout, got {type(plan).__name__}")
@@ -253,6 +405,8 @@ def _check_args(plan: Any, groups: Any, shrink: Any, timeout: Any, backend: Any,
         raise LayoutError(f"groups must be a dict of kind -> process group (new_groups' answer), got {type(groups).__name__}")
     if shrink not in SHRINK:
         raise LayoutError(f"shrink must be one of {', '.join(SHRINK)}, got {shrink!r}")
+    if keep not in KEEP:
+        raise LayoutError(f"keep must be one of {', '.join(KEEP)}, got {keep!r}")
     if timeout is not None and not isinstance(timeout, timedelta):
         raise LayoutError(f"timeout must be a datetime.timedelta, got {timeout!r}")
     classified = plan.kinds
@@ -314,12 +468,13 @@ def _decide(
 
 
 def _rounds(
-    plan: Relayout, kind: str, old_pgs: list, rank: Optional[int], me: int,
+    plan: Relayout, kind: str, old_pgs: list, settled: list, rank: Optional[int], me: int,
     backend: Any, pg_options: Any, timeout: Optional[timedelta],
 ) -> tuple[list, str]:
     """A kind whose groups overlap: this process's groups of the new
     layout, one members-only call per split round (as new_groups makes
-    them), each an old group of the same members in the same order where
+    them), each an old group of ``settled`` (those of :func:`_reusable`
+    whose members agreed) of the same members in the same order where
     there is one (kept), else a new group (a shrunk one is made anew).
     ``how`` is ``"none"`` (no group), ``"kept"`` (every one kept) or
     ``"new"`` (some made)."""
@@ -329,7 +484,7 @@ def _rounds(
     rmap = RankMap(
         [*range(off), *(torch_rank(plan, n) for n in range(new.world_size))], dist.get_world_size(), partial=True
     )
-    reuse = {tuple(dist.get_process_group_ranks(pg)): pg for pg in old_pgs}
+    reuse = {tuple(dist.get_process_group_ranks(pg)): pg for pg in settled}
     options = _kwargs(backend, pg_options, timeout, "").get("pg_options")
     spec = GroupSpec(label=kind, kind=kind, backend=backend, pg_options=options, desc=f"relayout/{kind}")
     logical = None if rank is None else rank + off
@@ -347,6 +502,94 @@ def _rounds(
 
 def _by_kind(value: Any, kind: str) -> Any:
     return value.get(kind) if isinstance(value, Mapping) else value
+
+
+def _reusable(plan: Relayout, kind: str, old_pgs: list, rank: Optional[int]) -> list:
+    """A kind whose groups overlap: this process's old groups whose
+    members (torch ranks, in order) are those of one of its new groups, in
+    any split round (the groups :func:`_rounds` would keep)."""
+    if rank is None or not old_pgs:
+        return []
+    new, off = plan.layout, plan.layout.rank_offset
+    mine = set()
+    for r in range(new.split_rounds(kind)):
+        split = new.split(rank + off, kind, round=r)
+        if split is not None:
+            mine.add(tuple(torch_rank(plan, m - off) for m in new.group(kind, split[0])))
+    return [pg for pg in old_pgs if tuple(dist.get_process_group_ranks(pg)) in mine]
+
+
+def _ids(unfinished: Any) -> set[int]:
+    """``unfinished`` (process groups) as a set of object ids."""
+    if isinstance(unfinished, (str, bytes, Mapping)) or not isinstance(unfinished, Iterable):
+        raise LayoutError(f"unfinished must be a list of process groups, got {type(unfinished).__name__}")
+    return {id(pg) for pg in unfinished if pg is not None}
+
+
+def _settle(
+    plan: Relayout, candidates: list[tuple[str, Any]], timeout: Optional[timedelta], keep: str, unfinished: set[int]
+) -> set[int]:
+    """The ids of the candidate groups ((label for errors, group) pairs)
+    that stay:
+    none with ``keep="never"``; else those whose members all report the
+    same count of operations issued on the group and none names it
+    unfinished. Each member writes its report under a key of the plan,
+    the group (its name, which torch gives alike on every member and to no
+    other group) and the number of this process's earlier checks of the
+    group (alike on every member, which checks it in the same calls, so
+    each check has keys of its own: a member never reads a report of an
+    earlier check); then reads every member's. Every member reads the same
+    reports and decides alike."""
+    if keep == "never" or not candidates:
+        return set()
+    store = dist.distributed_c10d._get_default_store()
+    # Store.timeout exists at run time; torch's stubs do not list it.
+    wait = timeout if timeout is not None else store.timeout  # type: ignore[attr-defined]
+    me = dist.get_rank()
+    unique = list({id(pg): (label, pg) for label, pg in candidates}.values())
+    prefix = {}
+    for _, pg in unique:
+        check = _CHECKS.get(pg, 0)
+        _CHECKS[pg] = check + 1
+        prefix[id(pg)] = f"rank_layout/relayout/keep/{plan.hash:016x}/{pg.group_name}/{check}/"
+    # Every report first, then every read: no member waits for another's
+    # report before writing its own.
+    for label, pg in unique:
+        _store(label, pg, wait, store.set, prefix[id(pg)] + str(me), _report(pg, unfinished))
+    settled = set()
+    for label, pg in unique:
+        keys = [prefix[id(pg)] + str(r) for r in dist.get_process_group_ranks(pg)]
+        _store(label, pg, wait, store.wait, keys, wait)
+        reports = {v.decode() for v in _store(label, pg, wait, store.multi_get, keys)}
+        if len(reports) == 1 and next(iter(reports)).isdigit():
+            settled.add(id(pg))
+    return settled
+
+
+def _store(label: str, pg: Any, wait: timedelta, call: Any, *args: Any) -> Any:
+    """``call(*args)``, a store call of the members' agreement on ``pg``;
+    its failure (a member's report missing after ``wait``, or the store out
+    of reach) as a LayoutError naming ``label`` and the group's torch ranks."""
+    try:
+        return call(*args)
+    except Exception as e:
+        raise LayoutError(
+            f"{label}: the members of the group the plan keeps (torch ranks {dist.get_process_group_ranks(pg)}) "
+            f"did not all say within {wait} how many operations they issued on it: {e}"
+        ) from e
+
+
+def _report(pg: Any, unfinished: set[int]) -> str:
+    """This member's report on ``pg``: ``"unfinished"``, the count of
+    operations issued on it (torch's sequence number of the group: on
+    gloo every collective and point-to-point operation; on NCCL the
+    collectives), or ``"unknown"`` where the backend has none."""
+    if id(pg) in unfinished:
+        return "unfinished"
+    try:
+        return str(int(pg._get_sequence_number_for_group()))
+    except Exception:
+        return "unknown"
 
 
 def _can_shrink(pg: Any) -> bool:
@@ -410,8 +653,11 @@ def _kwargs(backend: Any, pg_options: Any, timeout: Optional[timedelta], desc: s
 
 
 def _destroy_unused(groups: Mapping[str, Any], out: dict[str, Any], how: dict[str, str]) -> int:
-    """Destroys the old groups no kind uses any more (shrink_group destroyed
-    the shrunk ones); never the default group. How many."""
+    """Ends the old groups no kind uses any more (shrink_group destroyed
+    the shrunk ones), never the default group: aborted on NCCL (a destroy
+    would wait for operations that will never finish), destroyed elsewhere
+    (on gloo that closes the group's connections, so a peer's operation
+    left on it fails at once). How many."""
     default = dist.distributed_c10d._get_default_group()
     used = {id(pg) for pg in _flat(out.values())}
     shrunk_from = {id(groups[k]) for k, h in how.items() if h == "shrunk"}
@@ -421,9 +667,20 @@ def _destroy_unused(groups: Mapping[str, Any], out: dict[str, Any], how: dict[st
         if pg is None or pg is default or id(pg) in used or id(pg) in shrunk_from or id(pg) in seen:
             continue
         seen.add(id(pg))
-        dist.destroy_process_group(pg)
+        if _is_nccl(pg) and hasattr(dist.distributed_c10d, "_abort_process_group"):
+            dist.distributed_c10d._abort_process_group(pg)
+        else:
+            dist.destroy_process_group(pg)
         n += 1
     return n
+
+
+def _is_nccl(pg: Any) -> bool:
+    """Whether ``pg``'s backend is NCCL (``False`` where torch cannot say)."""
+    try:
+        return "nccl" in str(dist.get_backend(pg)).lower()
+    except Exception:
+        return False
 
 
 def _flat(values: Any) -> list:
@@ -434,4 +691,4 @@ def _flat(values: Any) -> list:
     return [pg for pg in out if pg is not None]
 
 
-__all__ = ["apply_relayout", "AppliedRelayout", "torch_rank", "SHRINK"]
+__all__ = ["apply_relayout", "AppliedRelayout", "settled_groups", "torch_rank", "SHRINK", "KEEP"]
