@@ -112,8 +112,18 @@
 //! Group sizes are `usize`, like every length; ranks, colors and keys are
 //! `u32`. Rank ranges in messages are written `first..last`, both included.
 #![forbid(unsafe_code)]
+// Integer conversions are checked (`try_from`) or go through `cast`, whose
+// helpers state why they cannot lose a value. The library only: the tests
+// and benches are left to `as`.
+#![deny(
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss,
+    clippy::cast_lossless
+)]
 
 mod axis;
+mod cast;
 mod config;
 mod coord;
 mod error;
