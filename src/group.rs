@@ -1,5 +1,6 @@
 //! One process group as a lazy, slice-like view of its ranks.
 
+use crate::cast::{to_u64, to_usize};
 use std::fmt;
 use std::iter::FusedIterator;
 
@@ -67,7 +68,7 @@ impl RankMap {
     /// callers pass positions of the mesh).
     #[inline]
     pub fn rank(&self, p: u32) -> u32 {
-        let mapped = self.ranks.get(p as usize).copied().unwrap_or(p);
+        let mapped = self.ranks.get(to_usize(p)).copied().unwrap_or(p);
         self.offset.wrapping_add(mapped)
     }
 }
@@ -113,7 +114,7 @@ impl Group {
     /// The number of members.
     #[allow(clippy::len_without_is_empty)] // a group is never empty
     pub fn len(&self) -> usize {
-        self.segments.iter().map(|s| s.len() as usize).sum()
+        self.segments.iter().map(|s| to_usize(s.len())).sum()
     }
 
     /// Member `i` (in group order), or `None` past the end.
@@ -168,7 +169,7 @@ impl Group {
     /// # Errors
     /// [`Error::OutOfMemory`].
     pub fn try_to_vec(&self) -> Result<Vec<u32>> {
-        let mut out = try_zeroed(self.len() as u64)?;
+        let mut out = try_zeroed(to_u64(self.len()))?;
         self.fill_into(&mut out);
         Ok(out)
     }
@@ -178,7 +179,7 @@ impl Group {
     pub(crate) fn fill_into(&self, out: &mut [u32]) -> usize {
         let mut at = 0;
         for segment in &self.segments {
-            let len = segment.len() as usize;
+            let len = to_usize(segment.len());
             if let Some(rest) = out.get_mut(at..) {
                 segment.fill(rest);
             }

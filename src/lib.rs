@@ -117,8 +117,18 @@
 #![forbid(unsafe_code)]
 // docs.rs (Cargo.toml's `--cfg docsrs`): each item a feature gates says so.
 #![cfg_attr(docsrs, feature(doc_cfg))]
+// Integer conversions are checked (`try_from`) or go through `cast`, whose
+// helpers state why they cannot lose a value. The library only: the tests
+// and benches are left to `as`.
+#![deny(
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss,
+    clippy::cast_lossless
+)]
 
 mod axis;
+mod cast;
 mod config;
 mod coord;
 mod error;

@@ -55,6 +55,7 @@ impl Div {
 
     /// `n / d`.
     #[inline]
+    #[allow(clippy::cast_possible_truncation)] // the high half is below 2^32, below
     pub fn div(self, n: u32) -> u32 {
         if self.m == 0 {
             return n;
@@ -152,7 +153,8 @@ mod tests {
                 for block in 0..parts {
                     let r = b.range(block);
                     assert_eq!(r.start, next, "n={n} parts={parts}");
-                    assert!(r.len() as u32 + 1 >= b.max_len() && r.len() as u32 <= b.max_len());
+                    let len = u32::try_from(r.len()).unwrap();
+                    assert!(len + 1 >= b.max_len() && len <= b.max_len());
                     for i in r.clone() {
                         assert_eq!(b.block_of(i), block);
                     }

@@ -8,6 +8,7 @@
 //! plus a constant, so the buffer is built by vectorisable "add a constant
 //! and copy" passes whose length doubles each time.
 
+use crate::cast::{len_usize, low32, to_u64, to_usize};
 use arrayvec::ArrayVec;
 
 /// Most digits one box or segment has: the five grid axes, two of them cut
@@ -35,7 +36,7 @@ pub(crate) fn spread(n: u64, digits: &[Digit]) -> u32 {
     for d in digits {
         let size = u64::from(d.size.max(1));
         // The remainder is below a u32 size.
-        out = out.wrapping_add(((rest % size) as u32).wrapping_mul(d.stride));
+        out = out.wrapping_add(low32(rest % size).wrapping_mul(d.stride));
         rest /= size;
     }
     out
@@ -93,7 +94,7 @@ impl Segment {
 
     /// Writes the members into `out` (its first `len` places).
     pub fn fill(&self, out: &mut [u32]) {
-        let len = (self.len as usize).min(out.len());
+        let len = to_usize(self.len).min(out.len());
         let out = out.get_mut(..len).unwrap_or_default();
         if self.step == 1 {
             fill_box(self.base, &self.digits, u64::from(self.start), out);
@@ -130,7 +131,7 @@ pub(crate) fn replicate(out: &mut [u32], at: usize, len: usize, count: u64, stri
     if len == 1 {
         // Units of one value: an arithmetic progression, written directly
         // rather than by `log2(count)` short copies.
-        let end = (at as u64).saturating_add(count).min(out.len() as u64) as usize;
+        let end = len_usize(to_u64(at).saturating_add(count).min(to_u64(out.len())));
         let Some((first, rest)) = out.get_mut(at..end).and_then(|r| r.split_first_mut()) else {
             return;
         };
@@ -145,13 +146,14 @@ pub(crate) fn replicate(out: &mut [u32], at: usize, len: usize, count: u64, stri
     while have < count {
         let n = have.min(count - have);
         // Positions stay inside the caller's slice, whose length is a usize.
-        let (n_len, have_len) = ((n as usize) * len, (have as usize) * len);
+        let (n_len, have_len) = (len_usize(n) * len, len_usize(have) * len);
         add_copy(
             out,
             at,
             at + have_len,
             n_len,
-            (have as u32).wrapping_mul(stride),
+            // Modulo 2^32, as every rank sum.
+            low32(have).wrapping_mul(stride),
         );
         have += n;
     }
@@ -172,7 +174,7 @@ pub(crate) fn replicate(out: &mut [u32], at: usize, len: usize, count: u64, stri
 #[allow(clippy::indexing_slicing)]
 pub(crate) fn fill_box(base: u32, digits: &[Digit], start: u64, out: &mut [u32]) {
     let total: u64 = digits.iter().map(|d| u64::from(d.size.max(1))).product();
-    if start == 0 && out.len() as u64 == total {
+    if start == 0 && to_u64(out.len()) == total {
         fill_whole(base, digits, out);
         return;
     }
@@ -186,7 +188,7 @@ pub(crate) fn fill_box(base: u32, digits: &[Digit], start: u64, out: &mut [u32])
     let mut last: [Option<(usize, u32)>; MAX_DIGITS + 1] = [None; MAX_DIGITS + 1];
     let (mut w, mut pos) = (0usize, start);
     while w < out.len() {
-        let remaining = (out.len() - w) as u64;
+        let remaining = to_u64(out.len() - w);
         // The highest level whose tile starts here and fits.
         let mut level = 0;
         while level < n && pos % tile[level + 1] == 0 && tile[level + 1] <= remaining {
@@ -210,7 +212,13 @@ pub(crate) fn fill_box(base: u32, digits: &[Digit], start: u64, out: &mut [u32])
         }
         match last[from] {
             Some((src, first)) => {
-                add_copy(out, src, w, tile[from] as usize, value.wrapping_sub(first));
+                add_copy(
+                    out,
+                    src,
+                    w,
+                    len_usize(tile[from]),
+                    value.wrapping_sub(first),
+                );
             }
             None => {
                 if let Some(slot) = out.get_mut(w) {
@@ -220,12 +228,12 @@ pub(crate) fn fill_box(base: u32, digits: &[Digit], start: u64, out: &mut [u32])
         }
         last[from] = Some((w, value));
         for (k, d) in digits.iter().enumerate().take(level).skip(from) {
-            replicate(out, w, tile[k] as usize, u64::from(d.size), d.stride);
+            replicate(out, w, len_usize(tile[k]), u64::from(d.size), d.stride);
             last[k + 1] = Some((w, value));
         }
-        replicate(out, w, tile[level] as usize, count, stride);
+        replicate(out, w, len_usize(tile[level]), count, stride);
         let written = count * tile[level];
-        w += written as usize;
+        w += len_usize(written);
         pos += written;
     }
 }
@@ -261,7 +269,7 @@ fn merged(digits: &[Digit]) -> ArrayVec<Digit, MAX_DIGITS> {
 fn fill_runs(base: u32, run: Digit, above: &[Digit], out: &mut [u32]) {
     let mut counts = [0u32; MAX_DIGITS];
     let mut start = base;
-    for chunk in out.chunks_mut(run.size.max(1) as usize) {
+    for chunk in out.chunks_mut(to_usize(run.size.max(1))) {
         // A recurrence, which vectorises as an add per vector (`i *
         // stride` would need a vector multiply the baseline target lacks).
         let mut value = start;
@@ -325,7 +333,7 @@ fn fill_whole(base: u32, digits: &[Digit], out: &mut [u32]) {
         if tile * size > STAMP {
             break;
         }
-        replicate(out, 0, tile as usize, size, d.stride);
+        replicate(out, 0, len_usize(tile), size, d.stride);
         tile *= size;
         rest = tail;
     }
@@ -335,8 +343,8 @@ fn fill_whole(base: u32, digits: &[Digit], out: &mut [u32]) {
     // `f` units of the cut digit make the stamp.
     let size = cut.size.max(1);
     let f = u32::try_from((STAMP / tile).max(1)).unwrap_or(1).min(size);
-    replicate(out, 0, tile as usize, u64::from(f), cut.stride);
-    let unit = tile as usize;
+    replicate(out, 0, len_usize(tile), u64::from(f), cut.stride);
+    let unit = len_usize(tile);
     // Odometer over the digits above the cut one, first fastest.
     let mut counts = [0u32; MAX_DIGITS];
     let mut high = 0u32;
@@ -347,9 +355,9 @@ fn fill_whole(base: u32, digits: &[Digit], out: &mut [u32]) {
             let n = f.min(size - j);
             if at > 0 {
                 let delta = high.wrapping_add(j.wrapping_mul(cut.stride));
-                add_copy(out, 0, at, n as usize * unit, delta);
+                add_copy(out, 0, at, to_usize(n) * unit, delta);
             }
-            at += n as usize * unit;
+            at += to_usize(n) * unit;
             j += n;
         }
         if at >= out.len() {
@@ -368,7 +376,7 @@ mod tests {
     use super::*;
 
     fn naive(base: u32, digits: &[Digit], start: u64, len: usize) -> Vec<u32> {
-        (0..len as u64)
+        (0..to_u64(len))
             .map(|i| base.wrapping_add(spread(start + i, digits)))
             .collect()
     }
@@ -397,7 +405,7 @@ mod tests {
             },
         ];
         for start in 0..24u64 {
-            for len in 0..=(24 - start as usize) {
+            for len in 0..=(24 - usize::try_from(start).unwrap()) {
                 let mut out = vec![0; len];
                 fill_box(5, &d, start, &mut out);
                 assert_eq!(out, naive(5, &d, start, len), "start {start} len {len}");
@@ -446,9 +454,9 @@ mod tests {
         fn whole_boxes_of_long_runs_equal_spread(d in runs_of_digits(), base in any::<u32>()) {
             let total: u64 = d.iter().map(|d| u64::from(d.size)).product();
             prop_assume!(total <= 1 << 20);
-            let mut out = vec![0; total as usize];
+            let mut out = vec![0; usize::try_from(total).unwrap()];
             fill_box(base, &d, 0, &mut out);
-            prop_assert_eq!(out, naive(base, &d, 0, total as usize));
+            prop_assert_eq!(out, naive(base, &d, 0, usize::try_from(total).unwrap()));
         }
 
         /// Any window of any box equals the per-position formula.
@@ -457,9 +465,9 @@ mod tests {
             let total: u64 = d.iter().map(|d| u64::from(d.size)).product();
             let (a, b) = (a % (total + 1), b % (total + 1));
             let (start, end) = (a.min(b), a.max(b));
-            let mut out = vec![0; (end - start) as usize];
+            let mut out = vec![0; usize::try_from(end - start).unwrap()];
             fill_box(base, &d, start, &mut out);
-            prop_assert_eq!(out, naive(base, &d, start, (end - start) as usize));
+            prop_assert_eq!(out, naive(base, &d, start, usize::try_from(end - start).unwrap()));
         }
 
         /// Strided segments fill like their members.
@@ -468,7 +476,7 @@ mod tests {
             let whole = Segment::boxed(3, &d);
             let len = whole.len().saturating_sub(start) / step;
             let s = whole.strided(start, step, len);
-            let mut out = vec![0; len as usize];
+            let mut out = vec![0; usize::try_from(len).unwrap()];
             s.fill(&mut out);
             prop_assert_eq!(out, (0..len).map(|i| s.at(i)).collect::<Vec<_>>());
         }

@@ -1,5 +1,6 @@
 //! Pipeline questions of one rank: its neighbours and its stage.
 
+use crate::cast::to_usize;
 use crate::error::Result;
 use crate::kind::Kind;
 use crate::layout::Layout;
@@ -23,7 +24,7 @@ impl Layout {
     fn neighbours(&self, rank: u32, forward: bool) -> Result<Vec<u32>> {
         let mut out: Vec<u32> = Vec::new();
         for m in self.memberships(rank, Kind::PP)? {
-            let key = m.key as usize;
+            let key = to_usize(m.key);
             let other = if forward {
                 m.group.get(key + 1)
             } else {

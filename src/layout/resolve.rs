@@ -39,7 +39,9 @@ pub(crate) fn kinds(shape: &Shape, families: &Families) -> Vec<Kind> {
         kinds.extend([Kind::EMBD, Kind::POS_EMBD]);
     }
     // At most 64 levels (checked when the layout was built).
-    kinds.extend((0..families.hierarchical_cp.len()).map(|l| Kind::hcp(l as u8)));
+    kinds.extend(
+        (0..families.hierarchical_cp.len()).map(|l| Kind::hcp(u8::try_from(l).unwrap_or(u8::MAX))),
+    );
     if families.dist_opt_instances > 1 {
         match shape.encoder() {
             // Megatron-LM 5a3b6bcf1f: slices of the dp-cp groups only.

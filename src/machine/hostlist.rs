@@ -1,6 +1,7 @@
 //! Slurm hostlist expressions (`gb[001-018,020]`, `rack[1-2]-n[01-03]`,
 //! `a[1-2],b3`): the host names they stand for.
 
+use crate::cast::to_u64;
 use crate::error::{Error, Result};
 
 /// The most names one expression (and one plain host table) may stand
@@ -121,7 +122,7 @@ fn group(expr: &str, body: &str) -> Result<Vec<String>> {
         if b < a {
             return Err(bad(expr, &format!("the range {item:?} decreases")));
         }
-        if (b - a) as usize >= MAX_HOSTS {
+        if b - a >= to_u64(MAX_HOSTS) {
             return Err(bad(expr, &format!("more than {MAX_HOSTS} names")));
         }
         let width = lo.len();

@@ -1,6 +1,7 @@
 //! The launcher files of a placement: each starts logical rank `r` on the
 //! host of its node, GPU `r mod G`.
 
+use crate::cast::to_u64;
 use crate::machine::hosts::Hosts;
 use crate::machine::place::NodePlan;
 
@@ -88,7 +89,7 @@ impl Launcher {
             Launcher::Rankfile => {
                 for (n, &h) in plan.node_hosts.iter().enumerate() {
                     for l in 0..g {
-                        let r = n as u64 * u64::from(g) + u64::from(l);
+                        let r = to_u64(n) * u64::from(g) + u64::from(l);
                         out.push_str(&format!("rank {r}={} slot={l}\n", name(h)));
                     }
                 }
@@ -130,7 +131,7 @@ impl Launcher {
     pub fn command(self, plan: &NodePlan, hosts: &Hosts, path: &str) -> String {
         let g = plan.gpus_per_node;
         let nodes = plan.node_hosts.len();
-        let ranks = nodes as u64 * u64::from(g);
+        let ranks = to_u64(nodes) * u64::from(g);
         match self {
             Launcher::SlurmHostfile => format!(
                 "SLURM_HOSTFILE={path} srun --distribution=arbitrary --ntasks={ranks} --nodes={nodes} ... \
@@ -180,7 +181,7 @@ fn launched_ranks(plan: &NodePlan) -> Vec<u64> {
     let mut position = vec![0u64; plan.node_hosts.len()];
     for (p, &(_, node)) in by_index.iter().enumerate() {
         if let Some(slot) = position.get_mut(node) {
-            *slot = p as u64;
+            *slot = to_u64(p);
         }
     }
     position

@@ -2,6 +2,7 @@
 //! groups that must stay inside an NVLink domain do, and the other kinds'
 //! groups stay under as few parents of the topology tree as it allows.
 
+use crate::cast::{to_u64, to_usize};
 use std::borrow::Cow;
 use std::collections::BTreeSet;
 
@@ -271,7 +272,7 @@ pub(crate) fn place_with<'a>(
             _ => usable.push(i),
         }
     }
-    if (usable.len() as u64) < u64::from(nodes) {
+    if to_u64(usable.len()) < u64::from(nodes) {
         return Err(no(format!(
             "the job needs {nodes} nodes of {g} GPUs; the table has {} usable host(s) ({} not healthy)",
             usable.len(),
@@ -291,15 +292,15 @@ pub(crate) fn place_with<'a>(
     let mut inner = Vec::new();
     for kind in must_fit {
         let b = aligned_block(world, kind)?;
-        let size = kind.groups.iter().map(Vec::len).max().unwrap_or(1) as u64;
+        let size = to_u64(kind.groups.iter().map(Vec::len).max().unwrap_or(1));
         let span_nodes = size.div_ceil(u64::from(g));
-        if span_nodes > largest as u64 {
+        if span_nodes > to_u64(largest) {
             return Err(no(format!(
                 "{} groups are {size} GPUs ({span_nodes} nodes of {g}) and the largest domain holds {largest} node(s) ({} GPUs): no order or host permutation keeps them inside one; {} groups of at most {} GPUs would fit (smaller sizes of its axes), or drop it from the must-fit kinds",
                 kind.name,
-                largest as u64 * u64::from(g),
+                to_u64(largest) * u64::from(g),
                 kind.name,
-                largest as u64 * u64::from(g)
+                to_u64(largest) * u64::from(g)
             )));
         }
         if b > size {
@@ -321,13 +322,13 @@ pub(crate) fn place_with<'a>(
     let k = u32::try_from(unit_ranks / u64::from(g))
         .map_err(|_| no(format!("the unit of {unit_ranks} ranks is too large")))?;
     let units = nodes / k;
-    let ku = k as usize;
+    let ku = to_usize(k);
     let known_whole: u64 = domains
         .iter()
         .filter(|d| d.known)
-        .map(|d| (d.hosts.len() / ku) as u64)
+        .map(|d| to_u64(d.hosts.len() / ku))
         .sum();
-    let alone = domains.iter().filter(|d| !d.known).count() as u64;
+    let alone = to_u64(domains.iter().filter(|d| !d.known).count());
     let whole_units = known_whole + if k == 1 { alone } else { 0 };
     if whole_units < u64::from(units) && options.shortfall != Shortfall::Straddle {
         return Err(no(format!(
@@ -353,7 +354,7 @@ pub(crate) fn place_with<'a>(
     let (node_hosts, straddling) = tree_order(
         &tree,
         ku,
-        units as usize,
+        to_usize(units),
         &nested(k.into(), &inner),
         &nested(units.into(), &runs),
     )?;
@@ -392,7 +393,7 @@ fn against_table(plan: &mut NodePlan, kinds: &[(bool, &KindGroups)], hosts: &Hos
     let plain = NodePlan::plain(world, hosts, plan.gpus_per_node).ok();
     let table = plain.as_ref().map(crossings);
     if let (Some(plain), Some(table)) = (&plain, &table) {
-        let k = plan.unit_nodes as usize;
+        let k = to_usize(plan.unit_nodes);
         let eligible = straddled(plain, hosts, k) <= plan.straddling_units
             && unknown(plain, hosts) <= unknown(plan, hosts);
         let nowhere_worse = placed
@@ -550,7 +551,7 @@ impl NodePlan {
     /// [`Error::NoPlacement`] when the hosts are too few.
     pub fn plain(world: u32, hosts: &Hosts, gpus_per_node: u32) -> Result<NodePlan> {
         let g = gpus_per_node.max(1);
-        let nodes = (world / g) as usize;
+        let nodes = to_usize(world / g);
         let usable: Vec<usize> = hosts
             .iter()
             .enumerate()
@@ -584,7 +585,7 @@ impl NodePlan {
     /// The host (index) that runs job rank `rank`.
     pub fn host_of(&self, rank: u32) -> Option<usize> {
         self.node_hosts
-            .get((rank / self.gpus_per_node) as usize)
+            .get(to_usize(rank / self.gpus_per_node))
             .copied()
     }
 
@@ -615,10 +616,10 @@ impl NodePlan {
             for (g, group) in kind.groups.iter().enumerate() {
                 let mut spanned = 0;
                 for &r in group {
-                    let Some(&id) = node_key.get((r / g_per_node) as usize) else {
+                    let Some(&id) = node_key.get(to_usize(r / g_per_node)) else {
                         continue;
                     };
-                    if let Some(s) = stamp.get_mut(id as usize) {
+                    if let Some(s) = stamp.get_mut(to_usize(id)) {
                         if *s != g + 1 {
                             *s = g + 1;
                             spanned += 1;
@@ -646,7 +647,7 @@ impl NodePlan {
 /// O(groups x divisors of `world` + members): each group's lowest and
 /// highest rank are found once.
 fn aligned_block(world: u32, kind: &KindGroups) -> Result<u64> {
-    let size = kind.groups.iter().map(Vec::len).max().unwrap_or(1) as u64;
+    let size = to_u64(kind.groups.iter().map(Vec::len).max().unwrap_or(1));
     let spans: Vec<(u64, u64)> = kind
         .groups
         .iter()

@@ -3,6 +3,7 @@
 //! (`switch.1.2` before `switch.1.10`), and each level's keys numbered for
 //! counting crossings.
 
+use crate::cast::to_usize;
 use std::cmp::Ordering;
 
 use fnv::FnvHashMap;
@@ -231,7 +232,7 @@ impl LevelKeys {
                 row.push(id);
             }
             ids.push(row);
-            counts.push(next as usize);
+            counts.push(to_usize(next));
         }
         LevelKeys { ids, counts }
     }

@@ -31,6 +31,7 @@ mod spec;
 mod splits;
 mod torchtitan;
 
+use crate::cast::{low32, to_u64, to_usize};
 use std::borrow::Cow;
 use std::sync::Arc;
 
@@ -221,7 +222,7 @@ impl Mesh {
     /// [`Error::BadRankMap`] unless `map` is a permutation of `0..world`.
     pub fn with_rank_map(mut self, map: Vec<u32>) -> Result<Mesh> {
         let world = self.base.world;
-        if map.len() as u64 != u64::from(world) {
+        if to_u64(map.len()) != u64::from(world) {
             return Err(Error::BadRankMap {
                 problem: format!("has {} entries, the mesh {world} ranks", map.len()),
             });
@@ -229,7 +230,7 @@ impl Mesh {
         let mut inverse = vec![u32::MAX; map.len()];
         for (p, r) in map.iter().enumerate() {
             let slot = inverse
-                .get_mut(*r as usize)
+                .get_mut(to_usize(*r))
                 .ok_or_else(|| Error::BadRankMap {
                     problem: format!(
                         "entry {p} is {r}, not a rank of 0..{}",
@@ -241,7 +242,8 @@ impl Mesh {
                     problem: format!("holds {r} twice (entries {} and {p})", *slot),
                 });
             }
-            *slot = p as u32;
+            // p < map.len() = world <= u32::MAX.
+            *slot = low32(to_u64(p));
         }
         self.map = Some(Permutation {
             forward: map.into(),
@@ -457,7 +459,7 @@ impl Mesh {
         }
         let local = rank - self.offset;
         Ok(match &self.map {
-            Some(m) => m.inverse.get(local as usize).copied().unwrap_or(local),
+            Some(m) => m.inverse.get(to_usize(local)).copied().unwrap_or(local),
             None => local,
         })
     }
@@ -590,7 +592,7 @@ impl Mesh {
     /// The factorisation of `selection`, checked to be this mesh's.
     fn checked_factors(&self, selection: Selection) -> Result<&Factors> {
         match selection.view {
-            Some(i) if i as usize >= self.views.len() => Err(Error::UnknownName {
+            Some(i) if usize::from(i) >= self.views.len() => Err(Error::UnknownName {
                 what: "view",
                 name: format!("#{i}"),
                 place: "the mesh".into(),

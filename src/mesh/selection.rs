@@ -68,7 +68,8 @@ pub(crate) fn select_names(mesh: &Mesh, view: Option<usize>, names: &[&str]) -> 
         mask |= 1 << i;
     }
     Ok(Selection {
-        view: view.map(|v| v as u8),
+        // An unknown view number stays unknown (`u8::MAX`) rather than wrapping.
+        view: view.map(|v| u8::try_from(v).unwrap_or(u8::MAX)),
         mask,
     })
 }

@@ -3,6 +3,7 @@
 //! cp gather and reduce groups and the bridge group (`BRIDGES.md` rules
 //! R1-R5 and E1), and for colocated modules the gather plan (C1-C3, E6).
 
+use crate::cast::to_usize;
 use std::fmt;
 use std::str::FromStr;
 
@@ -338,25 +339,25 @@ impl Edge {
         for (l, &s) in (0u32..).zip(&src_leaders) {
             let (first, count) = self.dst_lanes_of(l);
             for j in first..first + count {
-                if let Some(&d) = dst_leaders.get(j as usize) {
+                if let Some(&d) = dst_leaders.get(to_usize(j)) {
                     pairs.push((s, d));
                 }
             }
         }
         let broadcast = |g: &LaneGrid, pp: u32| {
-            let mut out = Vec::with_capacity(g.lanes() as usize * g.positions() as usize);
+            let mut out = Vec::with_capacity(to_usize(g.lanes()) * to_usize(g.positions()));
             for lane in 0..g.lanes() {
                 g.stage_ranks(lane, pp, &mut out);
             }
-            GroupList::new(out, g.positions() as usize)
+            GroupList::new(out, to_usize(g.positions()))
         };
         let cp_groups = |g: &LaneGrid, tp: u32, pp: u32| {
             (g.cp.size > 1).then(|| {
-                let mut out = Vec::with_capacity(g.lanes() as usize * g.cp.size as usize);
+                let mut out = Vec::with_capacity(to_usize(g.lanes()) * to_usize(g.cp.size));
                 for lane in 0..g.lanes() {
                     out.extend((0..g.cp.size).map(|c| g.rank(lane, tp, c, pp)));
                 }
-                GroupList::new(out, g.cp.size as usize)
+                GroupList::new(out, to_usize(g.cp.size))
             })
         };
         let mut bridge_group: Vec<u32> = src_leaders.iter().chain(&dst_leaders).copied().collect();

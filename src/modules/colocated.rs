@@ -1,6 +1,7 @@
 //! The bridge of two modules on the same ranks: a gather plan when every
 //! rank's lanes line up (rules C1-C3 and E6), else the leader plan.
 
+use crate::cast::to_usize;
 use std::fmt;
 
 use crate::modules::alignment;
@@ -145,7 +146,7 @@ impl ColocatedEdge {
         }
         let k = scale;
         let gather = |iter: &LaneGrid, sib: &LaneGrid| {
-            let mut out = Vec::with_capacity(sib.lanes() as usize * sib.positions() as usize);
+            let mut out = Vec::with_capacity(to_usize(sib.lanes()) * to_usize(sib.positions()));
             for i in 0..iter.lanes() {
                 for cp in 0..sib.cp.size {
                     for tp in 0..sib.tp.size {
@@ -153,7 +154,7 @@ impl ColocatedEdge {
                     }
                 }
             }
-            GroupList::new(out, k as usize)
+            GroupList::new(out, to_usize(k))
         };
         let gather_groups = match direction {
             Direction::FanIn => gather(b, a),
@@ -170,13 +171,13 @@ impl ColocatedEdge {
             .collect();
         let cp_groups = |g: &LaneGrid| {
             (g.cp.size > 1).then(|| {
-                let mut out = Vec::with_capacity(g.world as usize);
+                let mut out = Vec::with_capacity(to_usize(g.world));
                 for lane in 0..g.lanes() {
                     for tp in 0..g.tp.size {
                         out.extend((0..g.cp.size).map(|c| g.rank(lane, tp, c, 0)));
                     }
                 }
-                GroupList::new(out, g.cp.size as usize)
+                GroupList::new(out, to_usize(g.cp.size))
             })
         };
         ColocatedPlan {

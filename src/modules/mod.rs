@@ -44,6 +44,7 @@ pub use pairing::Direction;
 pub use role::BridgeRole;
 pub use spec::{EdgeSpec, ModuleSpec, ModulesSpec};
 
+use crate::cast::to_u64;
 use crate::error::{Error, Result};
 use crate::mesh::{Mesh, Selection};
 use crate::split::Split;
@@ -668,7 +669,7 @@ impl ModuleSet {
         match self {
             ModuleSet::Missing => 0,
             ModuleSet::PerRank => u64::from(mesh.world_size()),
-            ModuleSet::Dims(s) => mesh.groups_selected(s).map_or(0, |g| g.len() as u64),
+            ModuleSet::Dims(s) => mesh.groups_selected(s).map_or(0, |g| to_u64(g.len())),
         }
     }
 }

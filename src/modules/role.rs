@@ -125,7 +125,7 @@ pub(crate) fn split(
             }
             if let Some(c) = &edge.colocated {
                 let key = c.leaders.binary_search(&rank).ok()?;
-                return s(0, key as u32);
+                return s(0, u32::try_from(key).ok()?);
             }
             // Separate spans: one side's leaders, ascending in lane order,
             // then the other's.

@@ -1,5 +1,6 @@
 //! A process's communicators, built by [`Layout::communicators`].
 
+use crate::cast::to_usize;
 use std::fmt;
 
 use ::mpi::Rank;
@@ -204,7 +205,7 @@ impl Communicators {
     fn neighbours(&self, forward: bool) -> Result<Vec<Peer<'_>>> {
         let mut out = Vec::new();
         for g in self.get(Kind::PP)? {
-            let key = g.key as usize;
+            let key = to_usize(g.key);
             let other = if forward {
                 key.checked_add(1)
             } else {

@@ -1,5 +1,6 @@
 //! A mesh's communicators: one `MPI_Comm_split` per dim set.
 
+use crate::cast::to_usize;
 use std::fmt;
 
 use ::mpi::topology::{Communicator, SimpleCommunicator};
@@ -90,7 +91,7 @@ impl Mesh {
             let built: Option<SimpleCommunicator> = split_once(comm, split)?;
             let made = match (split, built) {
                 (Some(s), Some(c)) => {
-                    let group = self.groups_selected(selection)?.nth(s.color as usize);
+                    let group = self.groups_selected(selection)?.nth(to_usize(s.color));
                     group.map(|group| GroupComm {
                         color: s.color,
                         key: s.key,

@@ -84,6 +84,7 @@ pub use rank::{from_mpi_rank, to_mpi_rank};
 pub use relayout::{Numbering, RelayoutCommunicators};
 pub use reshard::{Exchanged, LocalTensor, RESHARD_TAG, reshard_buffers};
 
+use crate::cast::to_usize;
 use ::mpi::topology::Color;
 
 use crate::error::{self, Result};
@@ -221,7 +222,7 @@ impl Layout {
                     split_once(comm, split)?
                 };
                 if let (Some(s), Some(c)) = (split, built) {
-                    let group = self.groups(kind)?.nth(s.color as usize);
+                    let group = self.groups(kind)?.nth(to_usize(s.color));
                     if let Some(group) = group {
                         comms.push(GroupComm {
                             color: s.color,

@@ -1,6 +1,7 @@
 //! A re-layout's communicators: the split plan of the surviving
 //! processes.
 
+use crate::cast::to_usize;
 use std::fmt;
 
 use ::mpi::topology::{Communicator, SimpleCommunicator};
@@ -237,7 +238,7 @@ impl Relayout {
                         ),
                     });
                 }
-                Ok(survivors.get(me as usize).copied())
+                Ok(survivors.get(to_usize(me)).copied())
             }
             Numbering::OldLayout => {
                 if size < every {

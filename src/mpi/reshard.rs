@@ -2,6 +2,7 @@
 //! buffers: non-blocking sends and receives in the plan's order, local
 //! copies in memory.
 
+use crate::cast::{to_u64, to_usize};
 use ::mpi::Tag;
 use ::mpi::collective::SystemOperation;
 use ::mpi::topology::Communicator;
@@ -184,7 +185,7 @@ pub fn reshard_buffers<C: Communicator>(
             }
             done.received_bytes += t.bytes;
         }
-        done.messages = requests.len() as u64;
+        done.messages = to_u64(requests.len());
         // Local pieces while the messages are in flight.
         let copied = local_copies(plan, sources, destinations);
         for r in requests {
@@ -279,7 +280,7 @@ fn check<C: Communicator>(
     }
     for t in plan.recvs.iter().chain(&plan.copies) {
         let d = destinations
-            .get(t.tensor as usize)
+            .get(to_usize(t.tensor))
             .and_then(Option::as_ref)
             .ok_or_else(|| missing(t, "destination"))?;
         fits(
@@ -310,7 +311,7 @@ fn fits(
     };
     let elements = shape.iter().try_fold(1u64, |a, d| a.checked_mul(*d));
     let want = elements.and_then(|n| n.checked_mul(element_bytes));
-    if want != Some(len as u64) {
+    if want != Some(to_u64(len)) {
         return Err(bad(format!(
             "the {side} buffer has {len} bytes, its shape {shape:?} of {element_bytes}-byte elements needs {}",
             want.map_or("more than 2^64".to_string(), |w| w.to_string())
@@ -358,7 +359,7 @@ fn local<'s, 'a>(
     t: &Transfer,
 ) -> Result<&'s LocalTensor<&'a [u8]>> {
     sources
-        .get(t.tensor as usize)
+        .get(to_usize(t.tensor))
         .and_then(Option::as_ref)
         .ok_or_else(|| missing(t, "source"))
 }
@@ -368,7 +369,7 @@ fn local_mut<'s, 'a>(
     t: &Transfer,
 ) -> Result<&'s mut LocalTensor<&'a mut [u8]>> {
     destinations
-        .get_mut(t.tensor as usize)
+        .get_mut(to_usize(t.tensor))
         .and_then(Option::as_mut)
         .ok_or_else(|| missing(t, "destination"))
 }
@@ -412,7 +413,7 @@ fn for_each_row(
     for_each_index(&lens, |index| {
         let mut at = 0u64;
         for (d, stride) in strides.iter().enumerate() {
-            let i = index.get(d).map_or(0, |i| *i as u64);
+            let i = index.get(d).map_or(0, |i| to_u64(*i));
             at += (offset.get(d).copied().unwrap_or(0) + i) * stride;
         }
         f(usize_of(at * element_bytes)?, packed, row_bytes)?;

@@ -1,6 +1,7 @@
 //! The leaf plan: a family of equal boxes of ranks, such as the masked
 //! groups of a grid.
 
+use crate::cast::low32;
 use std::ops::Range;
 
 use arrayvec::ArrayVec;
@@ -99,7 +100,7 @@ pub(crate) fn dot<const N: usize>(coords: &[u32; N], weights: &[u64; N]) -> Spli
     let packed = dot_packed(coords, weights);
     Split {
         color: (packed >> 32) as u32,
-        key: packed as u32,
+        key: low32(packed),
     }
 }
 

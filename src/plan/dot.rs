@@ -7,6 +7,7 @@
 //! of the layout, so that [`Layout::splits`](crate::Layout::splits) answers
 //! each kind with a few multiply-adds and no dispatch through the plan.
 
+use crate::cast::low32;
 use crate::coord::Part;
 use crate::grid::MAX_AXES;
 use crate::plan::Plan;
@@ -66,7 +67,7 @@ impl Side {
         let packed = dot_packed(coords, &self.weights).wrapping_add(self.shift);
         Split {
             color: (packed >> 32) as u32,
-            key: packed as u32,
+            key: low32(packed),
         }
     }
 

@@ -7,6 +7,7 @@
 //! by doubling, as [`replicate`](crate::segment::replicate) does for
 //! one-part groups.
 
+use crate::cast::to_usize;
 use std::ops::Range;
 
 use crate::plan::Plan;
@@ -207,13 +208,13 @@ pub(crate) fn replicate_groups(
     let mut have = 1u32;
     let mut chunk = u32::MAX;
     while have < count {
-        if chunk == u32::MAX && have as usize * tile_len >= STAMP_MEMBERS {
+        if chunk == u32::MAX && to_usize(have) * tile_len >= STAMP_MEMBERS {
             chunk = have;
         }
         let n = have.min(chunk).min(count - have);
         let deltas = steps.map(|s| s.wrapping_mul(have));
-        let members = n as usize * tile * (parts[0] + parts[1]);
-        pattern.add_copy(out, at, at + have as usize * tile_len, members, deltas);
+        let members = to_usize(n) * tile * (parts[0] + parts[1]);
+        pattern.add_copy(out, at, at + to_usize(have) * tile_len, members, deltas);
         have += n;
     }
 }
@@ -238,14 +239,14 @@ pub(crate) fn concat(a: &Boxes, b: &Boxes, out: &mut [u32]) -> Option<()> {
     if da.len() != db.len() || da.iter().zip(&db).any(|(x, y)| x.size != y.size) {
         return None;
     }
-    let parts = [a.size() as usize, b.size() as usize];
+    let parts = [to_usize(a.size()), to_usize(b.size())];
     a.segment(0).fill(out);
     b.segment(0).fill(out.get_mut(parts[0]..)?);
     let mut tile = 1usize;
     let mut pattern = Pattern::new(parts);
     for (x, y) in da.iter().zip(&db) {
         replicate_groups(out, 0, tile, &mut pattern, x.size, [x.stride, y.stride]);
-        tile *= x.size as usize;
+        tile *= to_usize(x.size);
     }
     Some(())
 }
@@ -269,9 +270,9 @@ mod tests {
     /// second: each part moves by its own constant from group to group.
     fn naive(parts: Parts, count: usize) -> Vec<u32> {
         let mut out = Vec::new();
-        for g in 0..count as u32 {
-            out.extend((0..parts[0] as u32).map(|m| g * 1000 + m));
-            out.extend((0..parts[1] as u32).map(|m| g * 7 + m + 500_000));
+        for g in 0..u32::try_from(count).unwrap() {
+            out.extend((0..u32::try_from(parts[0]).unwrap()).map(|m| g * 1000 + m));
+            out.extend((0..u32::try_from(parts[1]).unwrap()).map(|m| g * 7 + m + 500_000));
         }
         out
     }
@@ -300,7 +301,7 @@ mod tests {
             let parts = [first, second];
             let p = first + second;
             prop_assume!(p > 0);
-            let want = naive(parts, count as usize);
+            let want = naive(parts, to_usize(count));
             let mut out = vec![0u32; want.len()];
             out[..p].copy_from_slice(&want[..p]);
             let mut pattern = Pattern::new(parts);

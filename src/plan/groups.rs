@@ -1,5 +1,6 @@
 //! The iterator over the groups of one kind.
 
+use crate::cast::to_usize;
 use std::borrow::Cow;
 use std::iter::FusedIterator;
 
@@ -62,7 +63,7 @@ impl<'a> Groups<'a> {
             .into_iter()
             .map(|r| r.len);
         let first = lens.next().unwrap_or(0);
-        lens.all(|l| l == first).then_some(first as usize)
+        lens.all(|l| l == first).then_some(to_usize(first))
     }
 
     /// Writes every member of the remaining groups, group after group in
@@ -132,7 +133,7 @@ impl Iterator for Groups<'_> {
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        let n = (self.end - self.next) as usize;
+        let n = to_usize(self.end - self.next);
         (n, Some(n))
     }
 

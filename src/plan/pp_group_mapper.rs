@@ -54,6 +54,7 @@
 //! (fan-in); the groups of one round are disjoint, and there are as many
 //! rounds as the largest block.
 
+use crate::cast::to_usize;
 use std::ops::Range;
 
 use arrayvec::ArrayVec;
@@ -451,7 +452,7 @@ impl PpGroupMapper {
 
     /// Writes every joined pipeline.
     pub fn fill(&self, out: &mut [u32]) {
-        let parts = [self.encoder.size() as usize, self.decoder.size() as usize];
+        let parts = [to_usize(self.encoder.size()), to_usize(self.decoder.size())];
         self.fill_with(out, parts, |index, out| {
             let (ge, g) = self.pipelines(index);
             self.encoder.segment(ge).fill(out);
@@ -502,17 +503,17 @@ impl PpGroupMapper {
                 width,
                 [self.encoder_tp_stride, 0],
             );
-            let mut tile = width as usize;
+            let mut tile = to_usize(width);
             for d in &self.low_digits {
                 replicate_groups(out, here, tile, &mut pattern, d.size, d.strides);
-                tile *= d.size as usize;
+                tile *= to_usize(d.size);
             }
             at += tile;
         }
         let mut tile = at;
         for d in &self.high_digits {
             replicate_groups(out, 0, tile, &mut pattern, d.size, d.strides);
-            tile *= d.size as usize;
+            tile *= to_usize(d.size);
         }
     }
 }

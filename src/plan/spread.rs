@@ -1,5 +1,6 @@
 //! How the groups of a kind fall on nodes and domains.
 
+use crate::cast::{low32, to_u64, to_usize};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, HashMap};
 
@@ -74,7 +75,7 @@ fn box_units(first: u32, digits: &[Digit], unit: u32) -> u32 {
     let mut span = 0u64;
     for d in &sorted {
         if u64::from(d.stride) <= span {
-            let size: usize = digits.iter().map(|d| d.size as usize).product();
+            let size: usize = digits.iter().map(|d| to_usize(d.size)).product();
             let mut members = vec![0u32; size];
             Segment::boxed(first, digits).fill(&mut members);
             return units(&mut members, unit);
@@ -167,13 +168,12 @@ fn boxes(b: &Boxes, unit: u32, ends: Option<bool>) -> Count {
             let mut next: BTreeMap<u32, (u64, u32)> = BTreeMap::new();
             for (r, (count, index)) in &residues {
                 for k in 0..size.min(period) {
-                    let residue =
-                        ((u64::from(*r) + k * u64::from(stride)) % u64::from(unit)) as u32;
+                    let residue = low32((u64::from(*r) + k * u64::from(stride)) % u64::from(unit));
                     let steps = (size - k).div_ceil(period);
                     // k is below the digit's u32 size.
                     let e = next
                         .entry(residue)
-                        .or_insert((0, index + k as u32 * weight));
+                        .or_insert((0, index + low32(k) * weight));
                     e.0 += count * steps;
                 }
             }
@@ -232,7 +232,7 @@ struct PartUnits<'a> {
 impl PartUnits<'_> {
     fn get(&mut self, residue: u64) -> u32 {
         // A residue modulo a u32 unit.
-        let r = residue as u32;
+        let r = low32(residue);
         let (digits, unit) = (self.digits, self.unit);
         *self
             .memo
@@ -276,7 +276,7 @@ impl Joins {
 
     /// The number of groups.
     fn total(&self) -> u64 {
-        self.pairs.len() as u64
+        to_u64(self.pairs.len())
             * self
                 .shared
                 .iter()
@@ -544,7 +544,7 @@ pub(crate) fn spread(plan: &Plan, topology: &Topology) -> Spread {
         size: plan
             .runs()
             .iter()
-            .map(|r| r.len as usize)
+            .map(|r| to_usize(r.len))
             .max()
             .unwrap_or(0),
         cross_node_groups: to_u32(nodes.crossing),
@@ -560,7 +560,7 @@ mod tests {
 
     /// The units of a box by listing its members.
     fn listed_units(first: u32, digits: &[Digit], unit: u32) -> u32 {
-        let size: usize = digits.iter().map(|d| d.size as usize).product();
+        let size: usize = digits.iter().map(|d| to_usize(d.size)).product();
         let mut members = vec![0u32; size];
         Segment::boxed(first, digits).fill(&mut members);
         units(&mut members, unit)
@@ -579,11 +579,11 @@ mod tests {
             state % n
         };
         for _ in 0..3000 {
-            let axes = 1 + next(5) as usize;
+            let axes = 1 + usize::try_from(next(5)).unwrap();
             let mut stride = 1u32;
             let mut digits = Vec::new();
             for _ in 0..axes {
-                let size = 1 + next(12) as u32;
+                let size = 1 + u32::try_from(next(12)).unwrap();
                 if next(3) > 0 {
                     digits.push(Digit { size, stride });
                 }
@@ -592,8 +592,8 @@ mod tests {
             if next(2) == 0 {
                 digits.reverse();
             }
-            let first = next(100) as u32;
-            let unit = 1 + next(40) as u32;
+            let first = u32::try_from(next(100)).unwrap();
+            let unit = 1 + u32::try_from(next(40)).unwrap();
             assert_eq!(
                 box_units(first, &digits, unit),
                 listed_units(first, &digits, unit),

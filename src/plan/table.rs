@@ -1,5 +1,6 @@
 //! Every group of a kind, collected with one allocation.
 
+use crate::cast::to_usize;
 use std::iter::FusedIterator;
 
 use arrayvec::ArrayVec;
@@ -42,7 +43,7 @@ impl GroupTable {
 
     /// The number of groups.
     pub fn len(&self) -> usize {
-        self.runs.iter().map(|r| r.count as usize).sum()
+        self.runs.iter().map(|r| to_usize(r.count)).sum()
     }
 
     /// Whether there is no group.
@@ -55,7 +56,7 @@ impl GroupTable {
         let mut start = 0usize;
         let mut i = i;
         for run in &self.runs {
-            let (count, len) = (run.count as usize, run.len as usize);
+            let (count, len) = (to_usize(run.count), to_usize(run.len));
             if i < count {
                 let at = start + i * len;
                 return self.members.get(at..at + len);
@@ -80,7 +81,7 @@ impl GroupTable {
     pub fn group_len(&self) -> Option<usize> {
         match self.runs.as_slice() {
             [] => Some(0),
-            [run] => Some(run.len as usize),
+            [run] => Some(to_usize(run.len)),
             _ => None,
         }
     }

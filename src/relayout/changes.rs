@@ -1,5 +1,6 @@
 //! One kind's groups before and after: kept, shrunk, new or gone.
 
+use crate::cast::to_usize;
 use std::collections::HashMap;
 
 use crate::error::Result;
@@ -107,15 +108,15 @@ pub(crate) fn classify(
     let after = new.groups(kind)?.table()?;
     // Each old process's group and position; a kind whose groups overlap
     // (a rank in two) is matched by members only.
-    let mut color_of = vec![NONE; map.old_world() as usize];
-    let mut key_of = vec![NONE; map.old_world() as usize];
+    let mut color_of = vec![NONE; to_usize(map.old_world())];
+    let mut key_of = vec![NONE; to_usize(map.old_world())];
     let mut overlapping = false;
     // Group numbers and positions are counted as u32s by zipping with
     // `0u32..`: a kind has at most as many groups, and a group as many
     // members, as the layout has ranks, which fit a u32.
     for (c, group) in (0u32..).zip(before.iter()) {
         for (k, &r) in (0u32..).zip(group.iter()) {
-            let p = (r - off) as usize;
+            let p = to_usize(r - off);
             match (color_of.get_mut(p), key_of.get_mut(p)) {
                 (Some(cs), Some(ks)) if *cs == NONE => {
                     *cs = c;
@@ -153,7 +154,7 @@ pub(crate) fn classify(
         };
         match found {
             Some((c, exclude)) => {
-                if let Some(u) = used.get_mut(c as usize) {
+                if let Some(u) = used.get_mut(to_usize(c)) {
                     *u = true;
                 }
                 match exclude {
@@ -188,14 +189,14 @@ fn match_old(
     map: &RankMap,
 ) -> Option<(u32, Option<Vec<u32>>)> {
     let &first = members.first()?;
-    let c = *color_of.get(first as usize)?;
-    let old = before.get(c as usize)?;
+    let c = *color_of.get(to_usize(first))?;
+    let old = before.get(to_usize(c))?;
     let mut last = None;
     for &p in members {
-        if color_of.get(p as usize) != Some(&c) {
+        if color_of.get(to_usize(p)) != Some(&c) {
             return None;
         }
-        let k = *key_of.get(p as usize)?;
+        let k = *key_of.get(to_usize(p))?;
         if last.is_some_and(|l| k <= l) {
             return None;
         }

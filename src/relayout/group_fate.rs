@@ -1,6 +1,7 @@
 //! One process's group of one kind after a re-layout: kept, shrunk, new
 //! or alone, with its members ([`Relayout::fate_of`]).
 
+use crate::cast::to_usize;
 use crate::error::{Error, Result};
 use crate::kind::Kind;
 use crate::layout::{Layout, Membership};
@@ -125,7 +126,7 @@ impl Relayout {
             let Some(split) = new.split_in_round(rank, kind, round)? else {
                 continue;
             };
-            let Some(group) = new.groups(kind)?.nth(split.color as usize) else {
+            let Some(group) = new.groups(kind)?.nth(to_usize(split.color)) else {
                 continue;
             };
             let membership = Membership {

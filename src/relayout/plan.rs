@@ -1,6 +1,7 @@
 //! The re-layout plan: the new layout, the rank map, every kind's changes
 //! and what they cost.
 
+use crate::cast::to_usize;
 use std::hash::Hasher;
 
 use crate::error::Result;
@@ -170,18 +171,18 @@ impl Relayout {
         const NONE: u32 = u32::MAX;
         let (old, new) = (&self.old, &self.layout);
         let (off, off2) = (old.rank_offset(), new.rank_offset());
-        let mut moved = vec![false; self.map.len() as usize];
+        let mut moved = vec![false; to_usize(self.map.len())];
         let (enc, enc2) = (old.encoder_world_size(), new.encoder_world_size());
         for n in 0..new.world_size() {
             if let Some(p) = self.map.process(n) {
                 if (p < enc) != (n < enc2) {
-                    if let Some(m) = moved.get_mut(p as usize) {
+                    if let Some(m) = moved.get_mut(to_usize(p)) {
                         *m = true;
                     }
                 }
             }
         }
-        let mut key = vec![NONE; self.map.old_world() as usize];
+        let mut key = vec![NONE; to_usize(self.map.old_world())];
         for kind in [Kind::TP, Kind::PP, Kind::EP, Kind::ETP, Kind::GTP_REMAT] {
             if !old.kinds().contains(&kind) || !new.kinds().contains(&kind) {
                 continue;
@@ -191,7 +192,7 @@ impl Relayout {
             // many members as the layout has ranks.
             for group in &old.groups(kind)?.table()? {
                 for (k, &r) in (0u32..).zip(group) {
-                    if let Some(slot) = key.get_mut((r - off) as usize) {
+                    if let Some(slot) = key.get_mut(to_usize(r - off)) {
                         if *slot == NONE {
                             *slot = k;
                         }
@@ -203,8 +204,8 @@ impl Relayout {
                     let Some(p) = self.map.process(n - off2) else {
                         continue;
                     };
-                    if key.get(p as usize).is_some_and(|&old_k| old_k != k) {
-                        if let Some(m) = moved.get_mut(p as usize) {
+                    if key.get(to_usize(p)).is_some_and(|&old_k| old_k != k) {
+                        if let Some(m) = moved.get_mut(to_usize(p)) {
                             *m = true;
                         }
                     }
@@ -240,7 +241,7 @@ impl Relayout {
                 Some(Fate::Rank(_)) => {
                     let m = !same_model
                         || self.map.is_spare(p)
-                        || moved.get(p as usize).copied().unwrap_or(true);
+                        || moved.get(to_usize(p)).copied().unwrap_or(true);
                     cost.moved += u32::from(m);
                 }
                 _ => {}

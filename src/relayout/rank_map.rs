@@ -1,5 +1,7 @@
 //! The old -> new rank map of a re-layout.
 
+use crate::cast::to_usize;
+
 /// What becomes of one process of the old job (or one spare): its new
 /// rank, or none. What becomes of its groups, kind by kind, is
 /// [`Relayout::fate_of`](crate::relayout::Relayout::fate_of).
@@ -31,7 +33,7 @@ pub struct RankMap {
 impl RankMap {
     /// A map of `old_world + spares` processes, every one idle.
     pub(crate) fn idle(old_world: u32, spares: u32) -> RankMap {
-        let n = old_world as usize + spares as usize;
+        let n = to_usize(old_world) + to_usize(spares);
         RankMap {
             old_world,
             fates: vec![IDLE; n],
@@ -42,7 +44,7 @@ impl RankMap {
     /// Marks `failed` processes (indexes into the map).
     pub(crate) fn fail(&mut self, failed: &[u32]) {
         for &p in failed {
-            if let Some(f) = self.fates.get_mut(p as usize) {
+            if let Some(f) = self.fates.get_mut(to_usize(p)) {
                 *f = FAILED;
             }
         }
@@ -50,25 +52,25 @@ impl RankMap {
 
     /// Process `p` runs new rank `n`.
     pub(crate) fn assign(&mut self, p: u32, n: u32) {
-        if let Some(f) = self.fates.get_mut(p as usize) {
+        if let Some(f) = self.fates.get_mut(to_usize(p)) {
             *f = n;
         }
     }
 
     /// Whether process `p` is alive and not yet given a rank.
     pub(crate) fn is_free(&self, p: u32) -> bool {
-        self.fates.get(p as usize) == Some(&IDLE)
+        self.fates.get(to_usize(p)) == Some(&IDLE)
     }
 
     /// Builds the inverse for a new world of `new_world` ranks; `false`
     /// when the new ranks are not exactly `0..new_world`, each once.
     pub(crate) fn seal(&mut self, new_world: u32) -> bool {
-        let mut processes = vec![FAILED; new_world as usize];
+        let mut processes = vec![FAILED; to_usize(new_world)];
         // Processes are numbered as u32s (`0u32..`): the old world and the
         // spares after it fit a u32 (`Job::new` checks the sum).
         for (p, &f) in (0u32..).zip(&self.fates) {
             if f < IDLE {
-                match processes.get_mut(f as usize) {
+                match processes.get_mut(to_usize(f)) {
                     Some(slot) if *slot == FAILED => *slot = p,
                     _ => return false,
                 }
@@ -104,7 +106,7 @@ impl RankMap {
 
     /// What becomes of process `p` (`None` past the last spare).
     pub fn fate(&self, p: u32) -> Option<Fate> {
-        self.fates.get(p as usize).map(|&f| match f {
+        self.fates.get(to_usize(p)).map(|&f| match f {
             FAILED => Fate::Failed,
             IDLE => Fate::Idle,
             n => Fate::Rank(n),
@@ -121,7 +123,7 @@ impl RankMap {
 
     /// The process that runs new rank `n`.
     pub fn process(&self, n: u32) -> Option<u32> {
-        self.processes.get(n as usize).copied()
+        self.processes.get(to_usize(n)).copied()
     }
 
     /// Whether process `p` is a spare (numbered after the old job).

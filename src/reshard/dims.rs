@@ -9,6 +9,8 @@
 //! Then each part's local extent is cut into `cuts` equal pieces (the
 //! weight shards of GTP, the distributed optimizer's dp shards).
 
+use crate::cast::{saturating_usize, to_u64};
+
 /// The windows of a dim.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Windows {
@@ -106,7 +108,7 @@ impl DimSplit {
     /// `parts` equal windows (Megatron's `partition_sizes`, given globally).
     /// The error names the first block that does not divide.
     pub fn blocks(sizes: &[u64], parts: u64) -> Result<DimSplit, Indivisible> {
-        let mut bounds = Vec::with_capacity(sizes.len() * parts as usize + 1);
+        let mut bounds = Vec::with_capacity(sizes.len() * saturating_usize(parts) + 1);
         bounds.push(0u64);
         let mut at = 0u64;
         for &size in sizes {
@@ -145,12 +147,12 @@ impl DimSplit {
     fn listed(bounds: Vec<u64>, parts: u64) -> DimSplit {
         let windows = bounds.len().saturating_sub(1);
         let mut local = vec![0u64; windows];
-        let mut part_len = vec![0u64; parts.max(1) as usize];
+        let mut part_len = vec![0u64; saturating_usize(parts.max(1))];
         for (j, pair) in bounds.windows(2).enumerate() {
             if let ([lo, hi], Some(slot), Some(part)) = (
                 pair,
                 local.get_mut(j),
-                part_len.get_mut(j % parts.max(1) as usize),
+                part_len.get_mut(j % saturating_usize(parts.max(1))),
             ) {
                 *slot = *part;
                 *part += hi - lo;
@@ -184,12 +186,12 @@ impl DimSplit {
     pub fn windows(&self) -> u64 {
         match &self.windows {
             Windows::Equal { count, .. } => *count,
-            Windows::Listed { local, .. } => local.len() as u64,
+            Windows::Listed { local, .. } => to_u64(local.len()),
         }
     }
 
     fn part_len(&self, part: u64) -> u64 {
-        match self.part_len.get(part as usize) {
+        match self.part_len.get(saturating_usize(part)) {
             Some(l) => *l,
             None => self.part_len.first().copied().unwrap_or(0),
         }
@@ -205,7 +207,7 @@ impl DimSplit {
         match &self.windows {
             Windows::Equal { size, .. } => (j * size, (j + 1) * size, (j / self.parts) * size),
             Windows::Listed { bounds, local } => {
-                let i = j as usize;
+                let i = saturating_usize(j);
                 match (bounds.get(i), bounds.get(i + 1), local.get(i)) {
                     (Some(lo), Some(hi), Some(l)) => (*lo, *hi, *l),
                     _ => (self.len, self.len, 0),
@@ -221,7 +223,7 @@ impl DimSplit {
             Windows::Listed { bounds, .. } => {
                 // bounds[0] = 0 <= at: the windows ending at or before `at`.
                 let ended = bounds.partition_point(|b| *b <= at);
-                ended.saturating_sub(1) as u64
+                to_u64(ended.saturating_sub(1))
             }
         }
     }

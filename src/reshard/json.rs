@@ -10,6 +10,7 @@
 //!   {"name": "kv", "shape": [4, 8, 64], "pp_dim": 0, "tp_dim": 1}]}
 //! ```
 
+use crate::cast::{low32, saturating_usize};
 use serde_json::{Map, Value, json};
 
 use crate::error::{Error, Result};
@@ -77,7 +78,7 @@ impl Keys<'_> {
 
     fn dim(&self, key: &str) -> Result<Option<usize>> {
         // A dim index; the model checks it against the shape.
-        Ok(self.int(key, 0, 255)?.map(|d| d as usize))
+        Ok(self.int(key, 0, 255)?.map(saturating_usize))
     }
 
     fn ints(&self, key: &str) -> Result<Option<Vec<u64>>> {
@@ -145,7 +146,7 @@ fn tensor(i: usize, v: &Value) -> Result<Tensor> {
     let mut t = Tensor::new(name, shape);
     if let Some(b) = k.int("element_bytes", 1, u64::from(u32::MAX))? {
         // Bounded by u32::MAX just above.
-        t.element_bytes = b as u32;
+        t.element_bytes = low32(b);
     }
     t.layer = match map.get("layer") {
         None => LayerRef::Every,
@@ -162,7 +163,7 @@ fn tensor(i: usize, v: &Value) -> Result<Tensor> {
                 ));
             }
         },
-        Some(_) => LayerRef::Layer(k.int("layer", 0, u64::from(u32::MAX))?.unwrap_or(0) as u32),
+        Some(_) => LayerRef::Layer(k.int("layer", 0, u64::from(u32::MAX))?.map_or(0, low32)),
     };
     let stride = k.int("tp_stride", 1, u64::MAX)?;
     let sizes = k.ints("tp_sizes")?;
@@ -191,7 +192,7 @@ fn tensor(i: usize, v: &Value) -> Result<Tensor> {
             )));
         }
         // Bounded by u32::MAX just above.
-        (Some(e), None) => t.expert = Some(ExpertRef::One(e as u32)),
+        (Some(e), None) => t.expert = Some(ExpertRef::One(low32(e))),
         (None, Some(dim)) => t.expert = Some(ExpertRef::Fused { dim }),
         (None, None) => {}
     }
@@ -256,7 +257,7 @@ impl Model {
             None => return Err(bad("the file: missing key \"tensors\"".to_string())),
         };
         // Both bounded by u32::MAX above.
-        Model::new(num_layers as u32, num_experts as u32, tensors)
+        Model::new(low32(num_layers), low32(num_experts), tensors)
     }
 
     /// The model as a tensors file ([`from_json`](Self::from_json) reads

@@ -7,6 +7,7 @@
 //! `get_transformer_layer_offset` and `PipelineParallelLayerLayout` place
 //! them.
 
+use crate::cast::to_usize;
 use crate::error::{Error, Result};
 
 /// How a side places the model's layers on its pipeline stages (a
@@ -191,7 +192,7 @@ impl LayerSplit {
         }
         let chunks = match &self.chunks {
             Some(chunks) => {
-                if chunks.is_empty() || chunks.len() % pp as usize != 0 {
+                if chunks.is_empty() || chunks.len() % to_usize(pp) != 0 {
                     return Err(fail(format!(
                         "{} chunks are not a multiple of pp = {pp}",
                         chunks.len()
@@ -223,7 +224,7 @@ impl LayerSplit {
         }
         let l = u64::from(num_layers);
         let stages = u64::from(pp);
-        let mut per_stage = vec![0u64; pp as usize];
+        let mut per_stage = vec![0u64; to_usize(pp)];
         if self.first.is_some() || self.last.is_some() {
             if self.embedding_counts || self.loss_counts {
                 return Err("uneven first or last stages do not go with the embedding or loss counted as layers (Megatron-Core refuses it)".into());
@@ -275,7 +276,7 @@ impl LayerSplit {
             }
             per_stage.fill(counted / stages);
         }
-        let mut chunks = Vec::with_capacity(pp as usize * v as usize);
+        let mut chunks = Vec::with_capacity(to_usize(pp) * to_usize(v));
         for _ in 0..v {
             for (s, n) in per_stage.iter().enumerate() {
                 if n % u64::from(v) != 0 {
@@ -409,7 +410,7 @@ impl LayerMap {
 
     /// The chunks per stage (1 without virtual stages).
     pub fn virtual_stages(&self) -> u32 {
-        u32::try_from(self.chunks.len() / self.pp.max(1) as usize).unwrap_or(u32::MAX)
+        u32::try_from(self.chunks.len() / to_usize(self.pp.max(1))).unwrap_or(u32::MAX)
     }
 
     /// The layers of every chunk, in layer order.
@@ -432,7 +433,7 @@ impl LayerMap {
             .starts
             .partition_point(|s| *s <= layer)
             .checked_sub(1)?;
-        u32::try_from(chunk % self.pp.max(1) as usize).ok()
+        u32::try_from(chunk % to_usize(self.pp.max(1))).ok()
     }
 
     /// The layer windows `[start, end)` of `stage`, in order (empty chunks
@@ -441,7 +442,7 @@ impl LayerMap {
         self.starts
             .windows(2)
             .enumerate()
-            .filter(|(c, _)| *c % self.pp.max(1) as usize == stage as usize)
+            .filter(|(c, _)| *c % to_usize(self.pp.max(1)) == to_usize(stage))
             .filter_map(|(_, w)| match w {
                 [a, b] if b > a => Some((*a, *b)),
                 _ => None,

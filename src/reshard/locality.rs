@@ -2,6 +2,7 @@
 //! GPUs per node and nodes per domain, or from a host table and a
 //! placement.
 
+use crate::cast::{saturating_usize, to_usize};
 use fnv::FnvHashMap;
 
 use crate::machine::{Hosts, NodePlan};
@@ -90,8 +91,8 @@ impl Locality {
         for (l, &h) in node_host.iter().enumerate() {
             let l = u32::try_from(l).unwrap_or(u32::MAX);
             host_node.insert(h, l);
-            if let Some(Some(d)) = host_domain.get(h as usize) {
-                if let Some(nodes) = domain_nodes.get_mut(*d as usize) {
+            if let Some(Some(d)) = host_domain.get(to_usize(h)) {
+                if let Some(nodes) = domain_nodes.get_mut(to_usize(*d)) {
                     nodes.push(l);
                 }
             }
@@ -117,7 +118,7 @@ impl Locality {
                 node_host,
                 ..
             } => node_host
-                .get((process / gpus_per_node) as usize)
+                .get(to_usize(process / gpus_per_node))
                 .map(|h| u64::from(*h)),
         }
     }
@@ -130,7 +131,7 @@ impl Locality {
             Inner::Hosts { host_domain, .. } => {
                 let host = self.node_of(process)?;
                 host_domain
-                    .get(host as usize)
+                    .get(saturating_usize(host))
                     .copied()
                     .flatten()
                     .map(u64::from)
@@ -187,7 +188,11 @@ impl Locality {
                 ..
             } => {
                 let mut out = Vec::new();
-                for l in domain_nodes.get(domain as usize).into_iter().flatten() {
+                for l in domain_nodes
+                    .get(saturating_usize(domain))
+                    .into_iter()
+                    .flatten()
+                {
                     out.extend(range(u64::from(*l), u64::from(*gpus_per_node)));
                 }
                 out.sort_unstable();

@@ -1,5 +1,6 @@
 //! A model: its layers, its experts and its tensors, checked once.
 
+use crate::cast::to_usize;
 use std::collections::HashMap;
 
 use crate::error::{Error, Result};
@@ -79,7 +80,7 @@ impl Model {
 
     /// The tensor numbered `index`.
     pub fn tensor(&self, index: u32) -> Option<&Tensor> {
-        self.tensors.get(index as usize)
+        self.tensors.get(to_usize(index))
     }
 
     /// The index of the tensor named `name`.

@@ -8,6 +8,7 @@
 //! indexes (no scan of the destinations). Both give a transfer the same
 //! value and id.
 
+use crate::cast::{len_usize, low32, to_u64, to_usize};
 use std::collections::hash_map::Entry;
 use std::rc::Rc;
 
@@ -231,7 +232,7 @@ impl Reshard {
                     let index = holding.replicas(g).index(g, &c);
                     // t < 2^32: checked when the model was made.
                     dead.entry(holding)
-                        .or_insert_with(|| (t as u32, Vec::new()))
+                        .or_insert_with(|| (low32(to_u64(t)), Vec::new()))
                         .1
                         .push(index);
                 }
@@ -240,7 +241,7 @@ impl Reshard {
         for (holding, (t, indexes)) in &mut dead {
             indexes.sort_unstable();
             indexes.dedup();
-            if indexes.len() as u64 >= holding.replicas(g).len() {
+            if to_u64(indexes.len()) >= holding.replicas(g).len() {
                 return Err(Error::NoSurvivingHolder {
                     tensor: self
                         .model
@@ -394,7 +395,7 @@ impl Reshard {
         for (d, len) in shape.iter().enumerate() {
             corner = corner * len + lo.get(d).copied().unwrap_or(0);
         }
-        let base = self.bases.get(tensor as usize).copied().unwrap_or(0);
+        let base = self.bases.get(to_usize(tensor)).copied().unwrap_or(0);
         // Below the model's elements times the processes, checked in `new`.
         (base + corner) * self.processes + u64::from(dst)
     }
@@ -445,7 +446,7 @@ impl Reshard {
         let cd = ctx.coords(Which::To, self.to.layout(), rank)?;
         let mut chosen: Vec<(Key, u32, Tier)> = Vec::new();
         for (t, (src, dst)) in self.from.tensors.iter().zip(&self.to.tensors).enumerate() {
-            let t = t as u32; // below 2^32, checked when the model was made
+            let t = low32(to_u64(t)); // below 2^32, checked when the model was made
             let Some(j) = dst.key_of(gd, &cd) else {
                 continue;
             };
@@ -475,7 +476,7 @@ impl Reshard {
         let cs = ctx.coords(Which::From, self.from.layout(), rank)?;
         let mut receivers: Vec<(Key, Receivers)> = Vec::new();
         for (t, (src, dst)) in self.from.tensors.iter().zip(&self.to.tensors).enumerate() {
-            let t = t as u32; // below 2^32, checked when the model was made
+            let t = low32(to_u64(t)); // below 2^32, checked when the model was made
             let Some(k) = src.key_of(gs, &cs) else {
                 continue;
             };
@@ -534,7 +535,7 @@ impl Reshard {
         let gs = &self.from.geometry;
         let replicas = hs.replicas(gs);
         let dead = self.dead.get(&hs).map_or(&[][..], Vec::as_slice);
-        let alive = replicas.len() - dead.len() as u64;
+        let alive = replicas.len() - to_u64(dead.len());
         let idx = hd.replicas(&self.to.geometry).index(&self.to.geometry, cd);
         let a = idx.wrapping_add(rot) % alive.max(1);
         let index = nth_alive(a, dead);
@@ -581,9 +582,9 @@ impl Reshard {
         let gd = &self.to.geometry;
         let replicas = hs.replicas(gs);
         let dead = self.dead.get(&hs).map_or(&[][..], Vec::as_slice);
-        let alive = (replicas.len() - dead.len() as u64).max(1);
+        let alive = (replicas.len() - to_u64(dead.len())).max(1);
         let index = replicas.index(gs, cs);
-        let a = index - dead.partition_point(|d| *d < index) as u64;
+        let a = index - to_u64(dead.partition_point(|d| *d < index));
         let destinations = hd.replicas(gd);
         // Destination replica i takes holder (i + rot) mod alive.
         let mut i = (a + alive - rot % alive) % alive;
@@ -621,8 +622,8 @@ impl Reshard {
 
     fn shardings(&self, t: u32) -> Result<(&Sharding, &Sharding)> {
         match (
-            self.from.tensors.get(t as usize),
-            self.to.tensors.get(t as usize),
+            self.from.tensors.get(to_usize(t)),
+            self.to.tensors.get(to_usize(t)),
         ) {
             (Some(s), Some(d)) => Ok((s, d)),
             _ => Err(Error::BadTensor {
@@ -706,10 +707,10 @@ impl Reshard {
 /// The holder destination `x` takes: `holders[(i + rot) mod len]`, `i`
 /// its position among `dests`.
 fn pick(holders: &[u32], dests: &[u32], x: u32, rot: u64) -> u32 {
-    let i = dests.binary_search(&x).unwrap_or(0) as u64;
-    let n = holders.len().max(1) as u64;
+    let i = to_u64(dests.binary_search(&x).unwrap_or(0));
+    let n = to_u64(holders.len().max(1));
     // Below the holders' count.
-    let at = (i.wrapping_add(rot) % n) as usize;
+    let at = len_usize(i.wrapping_add(rot) % n);
     holders.get(at).copied().unwrap_or(x)
 }
 
@@ -722,9 +723,9 @@ fn chosen_by(
     tier: Tier,
     out: &mut Vec<(u32, Tier)>,
 ) {
-    let n = holders.max(1) as u64;
+    let n = to_u64(holders.max(1));
     for (i, d) in dests.iter().enumerate() {
-        if (i as u64).wrapping_add(rot) % n == pos as u64 {
+        if to_u64(i).wrapping_add(rot) % n == to_u64(pos) {
             out.push((*d, tier));
         }
     }
@@ -843,7 +844,7 @@ pub(crate) fn for_each_index(
 fn shard(side: &Resolved, model: &Model, process: u32, tensor: u32) -> Result<Option<Shard>> {
     let sharding = side
         .tensors
-        .get(tensor as usize)
+        .get(to_usize(tensor))
         .ok_or_else(|| Error::BadTensor {
             tensor: tensor.to_string(),
             problem: format!(

@@ -3,6 +3,7 @@
 //! holding a shard (its replicas), enumerated and indexed from
 //! coordinates in O(axes).
 
+use crate::cast::low32;
 use arrayvec::ArrayVec;
 
 use crate::coord::{Coord, ExpertCoord, Part};
@@ -130,7 +131,7 @@ impl Geometry {
         };
         let (a, b) = (p % fast.max(1), p / fast.max(1));
         // a < fast and b < the other size, both u32.
-        let (a, b) = (a as u32, b as u32);
+        let (a, b) = (low32(a), low32(b));
         if slow == 0 { (a, b) } else { (b, a) }
     }
 
@@ -248,7 +249,8 @@ impl Replicas {
                 }
                 Free::Instance => {
                     let shards = g.dist_opt_shards(e).max(1);
-                    (g.dist_opt_position(c, e) / shards) as u32
+                    // Below the instances, a u32 size.
+                    low32(g.dist_opt_position(c, e) / shards)
                 }
                 Free::Stage => c.pp,
                 Free::Ends => u32::from(c.pp != 0),
@@ -277,7 +279,7 @@ impl Replicas {
         for &(axis, size) in &self.axes {
             let size64 = u64::from(size).max(1);
             // The remainder is below a u32 size.
-            let v = (rest % size64) as u32;
+            let v = low32(rest % size64);
             rest /= size64;
             match axis {
                 Free::Tp => c.tp = v,
@@ -292,7 +294,7 @@ impl Replicas {
         if let Some(q) = h.dps {
             let p = instance * g.dist_opt_shards(e) + u64::from(q);
             let (cp, data) = if e && !g.nested {
-                (0, p as u32)
+                (0, low32(p))
             } else {
                 g.unposition(p, if e { g.edp } else { g.dp })
             };
@@ -606,7 +608,7 @@ impl Sharding {
         }
         if self.dps_dim.is_some() {
             // Below the shards, a u32 size.
-            key.dps = (g.dist_opt_position(c, self.expert) % self.dps_n) as u32;
+            key.dps = low32(g.dist_opt_position(c, self.expert) % self.dps_n);
         }
         Some(key)
     }
@@ -654,7 +656,7 @@ impl Sharding {
     /// Sets `key`'s factors from a piece's part and cut on `dim`.
     pub fn assemble(&self, key: &mut Key, dim: usize, part: u64, cut: u64) {
         // Parts and cuts are below u32 sizes.
-        let part = part as u32;
+        let part = low32(part);
         if self.pp_dim == Some(dim) {
             key.stage = part;
         } else if self.ep_dim == Some(dim) {
@@ -664,11 +666,11 @@ impl Sharding {
         }
         match (self.gtp_dim == Some(dim), self.dps_dim == Some(dim)) {
             (true, true) => {
-                key.gtp = (cut / self.dps_n) as u32;
-                key.dps = (cut % self.dps_n) as u32;
+                key.gtp = low32(cut / self.dps_n);
+                key.dps = low32(cut % self.dps_n);
             }
-            (true, false) => key.gtp = cut as u32,
-            (false, true) => key.dps = cut as u32,
+            (true, false) => key.gtp = low32(cut),
+            (false, true) => key.dps = low32(cut),
             (false, false) => {}
         }
     }

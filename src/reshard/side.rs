@@ -1,6 +1,7 @@
 //! One side of a reshard: a layout, its layer map, the process running
 //! each of its ranks, and the processes that are dead.
 
+use crate::cast::{low32, to_u64, to_usize};
 use fnv::FnvHashMap;
 
 use crate::error::{Error, Result};
@@ -75,7 +76,7 @@ impl Side {
     /// [`Error::ReshardLayout`] when there is not one process per rank, or
     /// a process is given twice.
     pub fn with_processes(mut self, processes: Vec<u32>) -> Result<Side> {
-        let world = self.layout.world_size() as usize;
+        let world = to_usize(self.layout.world_size());
         if processes.len() != world {
             return Err(Error::ReshardLayout {
                 side: "given",
@@ -90,7 +91,7 @@ impl Side {
         let offset = self.layout.rank_offset();
         for (i, &p) in processes.iter().enumerate() {
             // i < world <= 2^32 - offset: the rank fits.
-            let rank = offset.wrapping_add(i as u32);
+            let rank = offset.wrapping_add(low32(to_u64(i)));
             if rank_of.insert(p, rank).is_some() {
                 return Err(Error::ReshardLayout {
                     side: "given",
@@ -180,7 +181,7 @@ impl Side {
         }
         match &self.processes {
             Processes::Ranks => Some(rank),
-            Processes::Listed { of_rank, .. } => of_rank.get(i as usize).copied(),
+            Processes::Listed { of_rank, .. } => of_rank.get(to_usize(i)).copied(),
         }
     }
 

@@ -1,6 +1,7 @@
 //! Dropping the data-parallel replicas that hold a failed rank, whole
 //! expert data-parallel lanes at a time.
 
+use crate::cast::to_usize;
 use crate::error::Result;
 use crate::layout::Layout;
 use crate::relayout::assign::lanes::Lanes;
@@ -17,15 +18,15 @@ struct Choice {
 pub(crate) fn assign(job: &Job<'_>) -> Result<Assigned> {
     let old = job.layout;
     let dp = old.sizes().dp;
-    let mut broken = vec![false; dp as usize];
+    let mut broken = vec![false; to_usize(dp)];
     for &p in job.failed.iter().filter(|&&p| p < job.world) {
         let d = old.placement(p + job.offset)?.coord.dp;
-        if let Some(b) = broken.get_mut(d as usize) {
+        if let Some(b) = broken.get_mut(to_usize(d)) {
             *b = true;
         }
     }
     let failed_replicas: Vec<u32> = (0..dp)
-        .filter(|&d| broken.get(d as usize) == Some(&true))
+        .filter(|&d| broken.get(to_usize(d)) == Some(&true))
         .collect();
     let min = job.options.min_dp.max(1);
     let lanes = Lanes::of(old)?;
@@ -57,7 +58,7 @@ pub(crate) fn assign(job: &Job<'_>) -> Result<Assigned> {
         Err(why) => {
             // No whole lanes fit: aligned blocks of b replicas, the
             // smallest b dividing dp that gives a valid grid.
-            let by_blocks = first_valid(old, dp, min, divisors(dp as usize), |b| {
+            let by_blocks = first_valid(old, dp, min, divisors(to_usize(dp)), |b| {
                 aligned_blocks(dp, b, &broken)
             });
             let Ok((choice, b)) = by_blocks else {
@@ -146,7 +147,7 @@ fn aligned_blocks(dp: u32, b: usize, broken: &[bool]) -> Vec<u32> {
     (0..dp)
         .filter(|&d| {
             let first = d / b * b;
-            (first..first.saturating_add(b)).any(|x| broken.get(x as usize) == Some(&true))
+            (first..first.saturating_add(b)).any(|x| broken.get(to_usize(x)) == Some(&true))
         })
         .collect()
 }

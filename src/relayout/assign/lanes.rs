@@ -1,6 +1,7 @@
 //! The expert data-parallel lanes of a layout: the data-parallel replicas
 //! that must be dropped together so that no expert group is cut.
 
+use crate::cast::to_usize;
 use crate::coord::Part;
 use crate::error::Result;
 use crate::kind::Kind;
@@ -45,11 +46,11 @@ impl Lanes {
                 None => join_by_placement(layout, &mut root)?,
             }
         }
-        let mut lane_of_root = vec![NONE; dp as usize];
+        let mut lane_of_root = vec![NONE; to_usize(dp)];
         let mut lanes: Vec<Vec<u32>> = Vec::new();
         for d in 0..dp {
             let r = find(&mut root, d);
-            let Some(slot) = lane_of_root.get_mut(r as usize) else {
+            let Some(slot) = lane_of_root.get_mut(to_usize(r)) else {
                 continue;
             };
             if *slot == NONE {
@@ -57,7 +58,7 @@ impl Lanes {
                 *slot = u32::try_from(lanes.len()).unwrap_or(NONE);
                 lanes.push(Vec::new());
             }
-            if let Some(lane) = lanes.get_mut(*slot as usize) {
+            if let Some(lane) = lanes.get_mut(to_usize(*slot)) {
                 lane.push(d);
             }
         }
@@ -86,7 +87,7 @@ impl Lanes {
                 block
                     .iter()
                     .flatten()
-                    .any(|&d| broken.get(d as usize) == Some(&true))
+                    .any(|&d| broken.get(to_usize(d)) == Some(&true))
             })
             .flatten()
             .flatten()
@@ -161,7 +162,7 @@ fn join_by_placement(layout: &Layout, root: &mut [u32]) -> Result<()> {
         let Some(first) = first.get_mut(grid) else {
             continue;
         };
-        let e = p.expert.edp as usize;
+        let e = to_usize(p.expert.edp);
         if first.len() <= e {
             first.resize(e + 1, NONE);
         }
@@ -180,19 +181,19 @@ fn join(root: &mut [u32], seen: &mut u32, d: u32) {
         return;
     }
     let (a, b) = (find(root, *seen), find(root, d));
-    if let Some(h) = root.get_mut(a.max(b) as usize) {
+    if let Some(h) = root.get_mut(to_usize(a.max(b))) {
         *h = a.min(b);
     }
 }
 
 /// The root of `d`'s lane, halving the path on the way.
 fn find(root: &mut [u32], mut d: u32) -> u32 {
-    while let Some(&parent) = root.get(d as usize) {
+    while let Some(&parent) = root.get(to_usize(d)) {
         if parent == d {
             break;
         }
-        let grand = root.get(parent as usize).copied().unwrap_or(parent);
-        if let Some(slot) = root.get_mut(d as usize) {
+        let grand = root.get(to_usize(parent)).copied().unwrap_or(parent);
+        if let Some(slot) = root.get_mut(to_usize(d)) {
             *slot = grand;
         }
         d = grand;

@@ -1,6 +1,7 @@
 //! Filling a grid with fewer data-parallel replicas: intact replicas keep
 //! their place, broken ones are refilled position by position.
 
+use crate::cast::to_usize;
 use std::collections::{BTreeMap, VecDeque};
 
 use crate::coord::{Coord, Part};
@@ -34,15 +35,15 @@ pub(crate) fn fill(job: &Job<'_>, new: &Layout, map: &mut RankMap, dropped: &[u3
     let dp = old.sizes().dp;
     let dp2 = new.sizes().dp;
     let off = job.offset;
-    let mut broken = vec![false; dp as usize];
+    let mut broken = vec![false; to_usize(dp)];
     for &p in job.failed.iter().filter(|&&p| p < job.world) {
         let d = old.placement(p + off)?.coord.dp;
-        if let Some(b) = broken.get_mut(d as usize) {
+        if let Some(b) = broken.get_mut(to_usize(d)) {
             *b = true;
         }
     }
     for &d in dropped {
-        if let Some(b) = broken.get_mut(d as usize) {
+        if let Some(b) = broken.get_mut(to_usize(d)) {
             *b = true;
         }
     }
@@ -51,22 +52,22 @@ pub(crate) fn fill(job: &Job<'_>, new: &Layout, map: &mut RankMap, dropped: &[u3
     // else each keeps its place below dp2, those above fill the broken
     // places, and the places left are refilled position by position.
     let intact: Vec<u32> = (0..dp)
-        .filter(|&d| broken.get(d as usize) == Some(&false))
+        .filter(|&d| broken.get(to_usize(d)) == Some(&false))
         .collect();
-    let mut slot_of = vec![None; dp as usize];
+    let mut slot_of = vec![None; to_usize(dp)];
     let mut refill = Vec::new();
     // Replicas are counted as u32s: there are dp of them.
-    if intact.len() >= dp2 as usize {
-        for (s, &d) in (0u32..).zip(intact.iter().take(dp2 as usize)) {
-            if let Some(x) = slot_of.get_mut(d as usize) {
+    if intact.len() >= to_usize(dp2) {
+        for (s, &d) in (0u32..).zip(intact.iter().take(to_usize(dp2))) {
+            if let Some(x) = slot_of.get_mut(to_usize(d)) {
                 *x = Some(s);
             }
         }
     } else {
-        let mut holes = (0..dp2).filter(|&d| broken.get(d as usize) == Some(&true));
+        let mut holes = (0..dp2).filter(|&d| broken.get(to_usize(d)) == Some(&true));
         for &d in &intact {
             let s = if d < dp2 { Some(d) } else { holes.next() };
-            if let Some(x) = slot_of.get_mut(d as usize) {
+            if let Some(x) = slot_of.get_mut(to_usize(d)) {
                 *x = s;
             }
         }
@@ -86,9 +87,9 @@ pub(crate) fn fill(job: &Job<'_>, new: &Layout, map: &mut RankMap, dropped: &[u3
                 continue;
             }
             let (inner, d, outer) = grid.split(p, dp);
-            match slot_of.get(d as usize).copied().flatten() {
+            match slot_of.get(to_usize(d)).copied().flatten() {
                 Some(slot) => map.assign(p, grid.place(inner, slot, outer, dp2)),
-                None if refilling && broken.get(d as usize) == Some(&true) => {
+                None if refilling && broken.get(to_usize(d)) == Some(&true) => {
                     queues
                         .entry((g, inner + grid.stride * dp * outer))
                         .or_default()

@@ -1,6 +1,7 @@
 //! The resiliency package's rank assignments: `ShiftRanks` and
 //! `FillGaps`, then the world trimmed to a valid grid.
 
+use crate::cast::to_usize;
 use crate::error::Result;
 use crate::relayout::assign::{Assigned, Job, no, smaller};
 
@@ -12,7 +13,7 @@ pub(crate) fn assign(job: &Job<'_>, fill: bool) -> Result<Assigned> {
     let old = job.layout;
     let total = job.world + job.spares;
     let alive = job.alive();
-    let mut rank = vec![u32::MAX; total as usize];
+    let mut rank = vec![u32::MAX; to_usize(total)];
     if fill {
         let mut gaps = job.failed.iter().copied().filter(|&f| f < alive);
         for p in 0..total {
@@ -20,7 +21,7 @@ pub(crate) fn assign(job: &Job<'_>, fill: bool) -> Result<Assigned> {
                 continue;
             }
             let r = if p < alive { Some(p) } else { gaps.next() };
-            if let (Some(r), Some(slot)) = (r, rank.get_mut(p as usize)) {
+            if let (Some(r), Some(slot)) = (r, rank.get_mut(to_usize(p))) {
                 *slot = r;
             }
         }
@@ -29,7 +30,7 @@ pub(crate) fn assign(job: &Job<'_>, fill: bool) -> Result<Assigned> {
         for p in 0..total {
             if job.failed.binary_search(&p).is_ok() {
                 below += 1;
-            } else if let Some(slot) = rank.get_mut(p as usize) {
+            } else if let Some(slot) = rank.get_mut(to_usize(p)) {
                 *slot = p - below;
             }
         }

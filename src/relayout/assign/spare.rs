@@ -1,5 +1,6 @@
 //! Spare nodes in the failed nodes' places.
 
+use crate::cast::to_usize;
 use crate::error::Result;
 use crate::relayout::assign::{Assigned, Job, no};
 
@@ -29,7 +30,7 @@ pub(crate) fn assign(job: &Job<'_>) -> Result<Assigned> {
     broken_spares.dedup();
     // The broken spares are distinct spare nodes: at most `spares`.
     let usable = spares.saturating_sub(u32::try_from(broken_spares.len()).unwrap_or(u32::MAX));
-    if dead.len() > usable as usize {
+    if dead.len() > to_usize(usable) {
         return Err(no(format!(
             "{} node(s) failed and there are {usable} spare node(s) left",
             dead.len()
@@ -38,17 +39,17 @@ pub(crate) fn assign(job: &Job<'_>) -> Result<Assigned> {
     let domains = job.failure.node_domains();
     let job_domain = |n: u32| {
         domains
-            .and_then(|d| d.job.get(n as usize))
+            .and_then(|d| d.job.get(to_usize(n)))
             .and_then(Option::as_deref)
     };
     let spare_domain = |s: u32| {
         domains
-            .and_then(|d| d.spares.get(s as usize))
+            .and_then(|d| d.spares.get(to_usize(s)))
             .and_then(Option::as_deref)
     };
-    let mut used = vec![false; spares as usize];
+    let mut used = vec![false; to_usize(spares)];
     for &s in &broken_spares {
-        if let Some(u) = used.get_mut(s as usize) {
+        if let Some(u) = used.get_mut(to_usize(s)) {
             *u = true;
         }
     }
@@ -60,9 +61,9 @@ pub(crate) fn assign(job: &Job<'_>) -> Result<Assigned> {
                 continue;
             }
             let fits = |s: u32| !same || job_domain(n).is_some_and(|d| spare_domain(s) == Some(d));
-            let pick = (0..spares).find(|&s| used.get(s as usize) == Some(&false) && fits(s));
+            let pick = (0..spares).find(|&s| used.get(to_usize(s)) == Some(&false) && fits(s));
             if let Some(s) = pick {
-                if let (Some(u), Some(b)) = (used.get_mut(s as usize), by.get_mut(i)) {
+                if let (Some(u), Some(b)) = (used.get_mut(to_usize(s)), by.get_mut(i)) {
                     *u = true;
                     *b = Some(s);
                 }
