@@ -525,7 +525,7 @@ fn without_a_world_size_the_world_is_what_the_shards_hold() {
 }
 
 /// `text` split into words as a shell splits them, double quotes kept
-/// together (the README's commands quote nothing else).
+/// together (the guide's commands quote nothing else).
 fn words(text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut word = String::new();
@@ -548,13 +548,13 @@ fn words(text: &str) -> Vec<String> {
 }
 
 #[test]
-fn the_readme_s_example_is_what_the_command_prints() {
+fn the_guide_s_example_is_what_the_command_prints() {
     let readme =
-        std::fs::read_to_string(format!("{}/../README.md", env!("CARGO_MANIFEST_DIR"))).unwrap();
+        std::fs::read_to_string(format!("{}/../docs/commands.md", env!("CARGO_MANIFEST_DIR"))).unwrap();
     let section = readme
-        .split("### Inference shards")
+        .split("## Inference shards")
         .nth(1)
-        .expect("README has the inference shards section");
+        .expect("docs/commands.md has the inference shards section");
     let block = section
         .split("```text\n")
         .nth(1)
@@ -575,7 +575,7 @@ fn the_readme_s_example_is_what_the_command_prints() {
     for line in shown {
         assert!(
             printed.contains(&line),
-            "README's {line:?} is not printed: {printed:#?}"
+            "docs/commands.md's {line:?} is not printed: {printed:#?}"
         );
     }
 }

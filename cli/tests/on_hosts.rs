@@ -275,12 +275,15 @@ fn gpus_per_node_of_the_config_and_of_the_healthy_hosts() {
 /// test above shows the refusal).
 #[test]
 fn the_readme_says_when_a_host_table_needs_gpus_per_node() {
-    let readme =
-        std::fs::read_to_string(format!("{}/../README.md", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let readme = std::fs::read_to_string(format!(
+        "{}/../docs/commands.md",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
     let text = readme.split_whitespace().collect::<Vec<_>>().join(" ");
     let (_, rest) = text
         .split_once("`--gpus-per-node N` (")
-        .expect("README documents --gpus-per-node N");
+        .expect("docs/commands.md documents --gpus-per-node N");
     let said = rest.split_once(')').unwrap().0;
     assert!(
         said.starts_with("default 8") && said.contains("`--hosts`") && said.contains("needs it"),

@@ -314,12 +314,15 @@ fn relayout_on_hosts_reads_the_format_and_the_config() {
 /// prints 343 and 9.
 #[test]
 fn the_readme_figures_are_what_its_commands_print() {
-    let readme =
-        std::fs::read_to_string(format!("{}/../README.md", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let readme = std::fs::read_to_string(format!(
+        "{}/../docs/commands.md",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
     let section = readme
-        .split("### After a failure: relayout")
+        .split("## After a failure: relayout")
         .nth(1)
-        .expect("README has the re-layout section");
+        .expect("docs/commands.md has the re-layout section");
     let block = section.split("```sh\n").nth(1).unwrap();
     let (block, after) = block.split_once("```").unwrap();
     let first = block.lines().next().unwrap();
