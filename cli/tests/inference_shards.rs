@@ -549,9 +549,12 @@ fn words(text: &str) -> Vec<String> {
 
 #[test]
 fn the_guide_s_example_is_what_the_command_prints() {
-    let readme =
-        std::fs::read_to_string(format!("{}/../docs/commands.md", env!("CARGO_MANIFEST_DIR"))).unwrap();
-    let section = readme
+    let guide = std::fs::read_to_string(format!(
+        "{}/../docs/commands.md",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    let section = guide
         .split("## Inference shards")
         .nth(1)
         .expect("docs/commands.md has the inference shards section");
