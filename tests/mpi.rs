@@ -21,9 +21,8 @@
 // restriction lints (Cargo.toml) are for the library and the command.
 #![allow(clippy::restriction)]
 
-use std::io::Read;
-use std::process::{Command, ExitCode, Stdio};
-use std::time::{Duration, Instant};
+use std::process::ExitCode;
+use std::time::Duration;
 
 use rank_layout::modules::{BridgeKind, ColocatedMode, Direction, Spans};
 use rank_layout::mpi::prelude::*;
@@ -38,11 +37,16 @@ use rank_layout::*;
 #[allow(dead_code)]
 #[path = "../examples/mpi_launcher.rs"]
 mod launcher;
+mod mpirun;
 
-/// Which child a process of a job is: `suite` or `launcher`.
-const MODE: &str = "RANK_LAYOUT_MPI_MODE";
-/// The longest a job may take before it counts as hung.
-const DEADLINE: Duration = Duration::from_secs(300);
+use mpirun::{Launcher, Scenario, everywhere, run_scenarios, suite_end};
+
+/// Which child a process of a job is (`suite` or `launcher`), and the
+/// longest a job may take before it counts as hung.
+const MPIRUN: Launcher = Launcher {
+    mode_var: "RANK_LAYOUT_MPI_MODE",
+    deadline: Duration::from_secs(300),
+};
 
 fn folded(c: Config) -> Config {
     c.expert_layout(ExpertLayout::Folded)
@@ -865,45 +869,30 @@ fn check_owning(world: &SimpleCommunicator, layout: &Layout) -> Result<(), Strin
     Ok(())
 }
 
-/// Whether `result` is `Ok` on every process of `world` (reporting this
-/// process's failure under `name`).
-fn everywhere(world: &SimpleCommunicator, name: &str, result: Result<(), String>) -> bool {
-    if let Err(e) = &result {
-        eprintln!("FAILED {name}, process {}: {e}", world.rank());
-    }
-    let mut all_ok = 0i32;
-    world.all_reduce_into(
-        &i32::from(result.is_ok()),
-        &mut all_ok,
-        SystemOperation::min(),
-    );
-    all_ok == 1
-}
-
 fn suite(world: &SimpleCommunicator) -> ExitCode {
     let mut outcomes = Vec::new();
     for (name, config) in layouts(world.size() as u32) {
         let layout = Layout::new(&config).expect("a valid layout");
-        outcomes.push(everywhere(world, name, check_layout(world, &layout)));
+        outcomes.push(everywhere(world, name, &check_layout(world, &layout)));
     }
     for (name, mesh) in meshes(world.size() as u32) {
-        outcomes.push(everywhere(world, name, check_mesh(world, &mesh)));
+        outcomes.push(everywhere(world, name, &check_mesh(world, &mesh)));
     }
     for (name, modules) in modules(world.size() as u32) {
-        outcomes.push(everywhere(world, name, check_modules(world, &modules)));
+        outcomes.push(everywhere(world, name, &check_modules(world, &modules)));
     }
     for (name, layout, policy, min_dp) in relayouts(world.size() as u32) {
         for over in Over::ALL {
             outcomes.push(everywhere(
                 world,
                 &format!("{name}, over {over:?}"),
-                check_relayout(world, &layout, policy, min_dp, over),
+                &check_relayout(world, &layout, policy, min_dp, over),
             ));
         }
         outcomes.push(everywhere(
             world,
             &format!("{name}, kept old and new communicators"),
-            check_after_a_failure(world, &layout, policy, min_dp),
+            &check_after_a_failure(world, &layout, policy, min_dp),
         ));
     }
     let owned = Layout::new(
@@ -917,93 +906,10 @@ fn suite(world: &SimpleCommunicator) -> ExitCode {
     outcomes.push(everywhere(
         world,
         "owned communicators",
-        check_owning(world, &owned),
+        &check_owning(world, &owned),
     ));
-    let passed = outcomes.iter().filter(|ok| **ok).count();
-    let failed = outcomes.len() - passed;
-    if world.rank() == 0 {
-        println!("suite: {passed} passed, {failed} failed");
-    }
-    if failed == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
+    suite_end(world, &outcomes)
 }
-
-/// What a job printed and how it ended.
-struct Job {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-    took: Duration,
-}
-
-/// Runs this binary as `mode` on `n` processes under `mpirun`, with `args`
-/// and extra environment variables, killing it past [`DEADLINE`].
-fn job(n: u32, mode: &str, args: &[&str], env: &[(&str, &str)]) -> Result<Job, String> {
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let mut cmd = Command::new("mpirun");
-    cmd.args([
-        "--allow-run-as-root",
-        "--oversubscribe",
-        "--timeout",
-        "280",
-        "-n",
-    ])
-    .arg(n.to_string())
-    .args(["-x", MODE]);
-    for (k, _) in env {
-        cmd.args(["-x", k]);
-    }
-    cmd.arg(&exe).args(args).env(MODE, mode);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let start = Instant::now();
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| {
-            format!("cannot run mpirun ({e}): install Open MPI (apt-get install openmpi-bin libopenmpi-dev)")
-        })?;
-    let mut out = child.stdout.take();
-    let mut err = child.stderr.take();
-    let reader = |pipe: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut s = String::new();
-            if let Some(mut p) = pipe {
-                let _ = p.read_to_string(&mut s);
-            }
-            s
-        })
-    };
-    let stdout = reader(out.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
-    let stderr = reader(err.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
-    let status = loop {
-        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
-            break status;
-        }
-        if start.elapsed() > DEADLINE {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(format!(
-                "{mode} {args:?} on {n} processes hung past {DEADLINE:?}"
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    Ok(Job {
-        code: status.code(),
-        stdout: stdout.join().unwrap_or_default(),
-        stderr: stderr.join().unwrap_or_default(),
-        took: start.elapsed(),
-    })
-}
-
-/// One scenario: its name and a check of the job it runs.
-type Scenario = (String, Box<dyn Fn() -> Result<(), String>>);
 
 fn scenarios() -> Vec<Scenario> {
     let mut out: Vec<Scenario> = Vec::new();
@@ -1011,7 +917,7 @@ fn scenarios() -> Vec<Scenario> {
         out.push((
             format!("membership suite on {n} processes"),
             Box::new(move || {
-                let j = job(n, "suite", &[], &[])?;
+                let j = MPIRUN.job(n, "suite", &[], &[])?;
                 let want = format!(
                     "suite: {} passed, 0 failed",
                     layouts(n).len()
@@ -1033,7 +939,7 @@ fn scenarios() -> Vec<Scenario> {
         "launcher, dense tp2 cp2 ep2 pp2 dp4 on 32 processes, --verbose".into(),
         Box::new(move || {
             let args: Vec<&str> = dense.split(' ').chain(["--verbose"]).collect();
-            let j = job(32, "launcher", &args, &[])?;
+            let j = MPIRUN.job(32, "launcher", &args, &[])?;
             let lines = j.stdout.lines().filter(|l| l.starts_with("rank ")).count();
             if j.code == Some(0) && lines == 32 && j.stdout.contains(" 0 mismatches") {
                 Ok(())
@@ -1060,7 +966,7 @@ fn scenarios() -> Vec<Scenario> {
                 "--order",
                 "tp-dp-pp",
             ];
-            let j = job(16, "launcher", &args, &[])?;
+            let j = MPIRUN.job(16, "launcher", &args, &[])?;
             if j.code == Some(0) && j.stdout.contains("(10 in the layout of 10 ranks") {
                 Ok(())
             } else {
@@ -1071,7 +977,7 @@ fn scenarios() -> Vec<Scenario> {
     out.push((
         "launcher, a layout of 64 ranks on 32 processes fails on every rank".into(),
         Box::new(|| {
-            let j = job(32, "launcher", &["--tp", "2", "--world-size", "64"], &[])?;
+            let j = MPIRUN.job(32, "launcher", &["--tp", "2", "--world-size", "64"], &[])?;
             let said = "the communicator has 32 processes but the layout needs 64";
             if j.code.is_some_and(|c| c != 0)
                 && j.stderr.contains(said)
@@ -1089,7 +995,7 @@ fn scenarios() -> Vec<Scenario> {
     out.push((
         "launcher, a layout of 16 ranks on 32 processes: the others get none".into(),
         Box::new(|| {
-            let j = job(
+            let j = MPIRUN.job(
                 32,
                 "launcher",
                 &["--tp", "2", "--pp", "2", "--world-size", "16", "--verbose"],
@@ -1128,7 +1034,7 @@ fn scenarios() -> Vec<Scenario> {
                 "--world-size",
                 "16",
             ];
-            let j = job(16, "launcher", &args, &[("RANK_LAYOUT_FAULT_RANK", "5")])?;
+            let j = MPIRUN.job(16, "launcher", &args, &[("RANK_LAYOUT_FAULT_RANK", "5")])?;
             if j.code.is_some_and(|c| c != 0)
                 && j.stderr.contains("injected fault on rank 5")
                 && j.took < Duration::from_secs(120)
@@ -1145,34 +1051,8 @@ fn scenarios() -> Vec<Scenario> {
     out
 }
 
-fn parent() -> ExitCode {
-    let (mut passed, mut failed) = (0, 0);
-    for (name, check) in scenarios() {
-        let start = Instant::now();
-        match check() {
-            Ok(()) => {
-                passed += 1;
-                println!("ok     {name} ({:.1} s)", start.elapsed().as_secs_f64());
-            }
-            Err(e) => {
-                failed += 1;
-                println!(
-                    "FAILED {name} ({:.1} s)\n{e}",
-                    start.elapsed().as_secs_f64()
-                );
-            }
-        }
-    }
-    println!("mpi: {passed} passed, {failed} failed");
-    if failed == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
-}
-
 fn main() -> ExitCode {
-    match std::env::var(MODE).as_deref() {
+    match std::env::var(MPIRUN.mode_var).as_deref() {
         Ok("suite") => {
             let universe = rank_layout::mpi::initialize().expect("MPI initializes");
             launcher::abort_on_panic();
@@ -1188,6 +1068,6 @@ fn main() -> ExitCode {
             drop(universe);
             ExitCode::from(code)
         }
-        _ => parent(),
+        _ => run_scenarios("mpi", scenarios()),
     }
 }

@@ -19,9 +19,8 @@
 // restriction lints (Cargo.toml) are for the library and the command.
 #![allow(clippy::restriction)]
 
-use std::io::Read;
-use std::process::{Command, ExitCode, Stdio};
-use std::time::{Duration, Instant};
+use std::process::ExitCode;
+use std::time::Duration;
 
 use rank_layout::mpi::rsmpi::collective::SystemOperation;
 use rank_layout::mpi::traits::*;
@@ -31,10 +30,16 @@ use rank_layout::reshard::{
 };
 use rank_layout::{Config, Error, ExpertLayout, Layout, Topology};
 
-/// Set in the processes mpirun starts.
-const MODE: &str = "RANK_LAYOUT_MPI_RESHARD";
-/// The longest a job may take before it counts as hung.
-const DEADLINE: Duration = Duration::from_secs(240);
+mod mpirun;
+
+use mpirun::{Launcher, Scenario, run_scenarios, suite_end};
+
+/// Set in the processes mpirun starts, and the longest a job may take
+/// before it counts as hung.
+const MPIRUN: Launcher = Launcher {
+    mode_var: "RANK_LAYOUT_MPI_RESHARD",
+    deadline: Duration::from_secs(240),
+};
 
 fn model() -> Model {
     let mut t = vec![
@@ -190,21 +195,13 @@ fn elements(region: &Region, shape: &[u64], at: &[u64], local: &[u64]) -> Vec<(u
 
 /// Whether `result` is `Ok` on every process.
 fn everywhere(world: &SimpleCommunicator, name: &str, result: Result<u64, String>) -> bool {
-    if let Err(e) = &result {
-        eprintln!("FAILED {name}, process {}: {e}", world.rank());
-    }
-    let mut all_ok = 0i32;
-    world.all_reduce_into(
-        &i32::from(result.is_ok()),
-        &mut all_ok,
-        SystemOperation::min(),
-    );
+    let all_ok = mpirun::everywhere(world, name, &result);
     let mut checked = 0u64;
     world.all_reduce_into(&result.unwrap_or(0), &mut checked, SystemOperation::sum());
-    if world.rank() == 0 && all_ok == 1 {
+    if world.rank() == 0 && all_ok {
         println!("ok {name}: {checked} destination bytes checked");
     }
-    all_ok == 1
+    all_ok
 }
 
 /// One process's part of a case: its plan, its source bytes (filled
@@ -351,117 +348,40 @@ fn suite(world: &SimpleCommunicator) -> ExitCode {
     }
     let name = format!("a short buffer on process 3 of {n}");
     outcomes.push(everywhere(world, &name, short_buffer(world, &all[0].1)));
-    let passed = outcomes.iter().filter(|ok| **ok).count();
-    if world.rank() == 0 {
-        println!("suite: {passed} passed, {} failed", outcomes.len() - passed);
-    }
-    if passed == outcomes.len() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
+    suite_end(world, &outcomes)
 }
 
-/// Runs this binary on `n` processes under `mpirun`, killed past
-/// [`DEADLINE`]: its exit code, stdout and stderr.
-fn job(n: u32) -> Result<(Option<i32>, String, String), String> {
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let mut child = Command::new("mpirun")
-        .args(["--allow-run-as-root", "--oversubscribe", "--timeout", "220", "-n"])
-        .arg(n.to_string())
-        .args(["-x", MODE])
-        .arg(&exe)
-        .env(MODE, "suite")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| {
-            format!("cannot run mpirun ({e}): install Open MPI (apt-get install openmpi-bin libopenmpi-dev)")
-        })?;
-    let reader = |pipe: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut s = String::new();
-            if let Some(mut p) = pipe {
-                let _ = p.read_to_string(&mut s);
-            }
-            s
+/// One scenario per world size: the suite's job, which must pass every
+/// case.
+fn scenarios() -> Vec<Scenario> {
+    [8u32, 16]
+        .into_iter()
+        .map(|n| -> Scenario {
+            (
+                format!("reshard_buffers on {n} processes"),
+                Box::new(move || {
+                    let j = MPIRUN.job(n, "suite", &[], &[])?;
+                    let want = format!("suite: {} passed, 0 failed", cases(n).len() + 1);
+                    if j.code == Some(0) && j.stdout.contains(&want) {
+                        print!("{}", j.stdout);
+                        Ok(())
+                    } else {
+                        Err(format!("exit {:?}\n{}\n{}", j.code, j.stdout, j.stderr))
+                    }
+                }),
+            )
         })
-    };
-    let out = reader(
-        child
-            .stdout
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    );
-    let err = reader(
-        child
-            .stderr
-            .take()
-            .map(|p| Box::new(p) as Box<dyn Read + Send>),
-    );
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
-            break status;
-        }
-        if start.elapsed() > DEADLINE {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(format!("{n} processes hung past {DEADLINE:?}"));
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    Ok((
-        status.code(),
-        out.join().unwrap_or_default(),
-        err.join().unwrap_or_default(),
-    ))
-}
-
-fn parent() -> ExitCode {
-    let (mut passed, mut failed) = (0, 0);
-    for n in [8u32, 16] {
-        let start = Instant::now();
-        let name = format!("reshard_buffers on {n} processes");
-        let outcome = job(n).and_then(|(code, out, err)| {
-            let want = format!("suite: {} passed, 0 failed", cases(n).len() + 1);
-            if code == Some(0) && out.contains(&want) {
-                print!("{out}");
-                Ok(())
-            } else {
-                Err(format!("exit {code:?}\n{out}\n{err}"))
-            }
-        });
-        match outcome {
-            Ok(()) => {
-                passed += 1;
-                println!("ok     {name} ({:.1} s)", start.elapsed().as_secs_f64());
-            }
-            Err(e) => {
-                failed += 1;
-                println!(
-                    "FAILED {name} ({:.1} s)\n{e}",
-                    start.elapsed().as_secs_f64()
-                );
-            }
-        }
-    }
-    println!("mpi_reshard: {passed} passed, {failed} failed");
-    if failed == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
+        .collect()
 }
 
 fn main() -> ExitCode {
-    match std::env::var(MODE).as_deref() {
+    match std::env::var(MPIRUN.mode_var).as_deref() {
         Ok("suite") => {
             let universe = rank_layout::mpi::initialize().expect("MPI initializes");
             let code = suite(&universe.world());
             drop(universe);
             code
         }
-        _ => parent(),
+        _ => run_scenarios("mpi_reshard", scenarios()),
     }
 }
