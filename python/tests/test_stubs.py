@@ -1,10 +1,11 @@
 """The type stubs of the compiled module (``_native.pyi``) against the
 runtime, by mypy's stubtest: every name, class, function and method the
 stubs declare is there at runtime with the same parameters (name, kind,
-default), and every public runtime name has a stub. And the defaults the
-runtime states are checked against what it does.
+default), and every public runtime name has a stub; the whole installed
+package type-checks with mypy. And the defaults the runtime states are
+checked against what it does.
 
-Without mypy the stubtest test is reported as skipped, with the reason;
+Without mypy the mypy tests are reported as skipped, with the reason;
 under CI it fails (conftest.require; ``python/ci.sh`` installs mypy)."""
 
 from __future__ import annotations
@@ -45,6 +46,18 @@ def test_stubtest(tmp_path: Any) -> None:
     cmd = [sys.executable, "-m", "mypy.stubtest", "--concise", "--ignore-disjoint-bases", "rank_layout._native"]
     done = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, f"stubtest (exit {done.returncode}):\n{done.stdout}{done.stderr}"
+
+
+def test_the_installed_package_type_checks(tmp_path: Any) -> None:
+    """``mypy -p rank_layout`` on the installed package (the wheel ships
+    ``py.typed``, so a user's type checker reads these files) finds no
+    error: the Python modules agree with the stubs and with themselves.
+    Megatron-Core ships no types: imports of it are not checked."""
+    require("mypy")
+    cmd = [sys.executable, "-m", "mypy", "--disable-error-code", "import-untyped", "-p", "rank_layout"]
+    done = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, f"mypy (exit {done.returncode}):\n{done.stdout}{done.stderr}"
+    assert "Success: no issues found" in done.stdout, done.stdout
 
 
 def test_layout_defaults_are_what_layout_does() -> None:

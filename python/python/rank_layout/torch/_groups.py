@@ -23,7 +23,8 @@ except ImportError as e:  # torch is an optional dependency
 
 import numpy as np
 
-from rank_layout import Layout, LayoutError
+from rank_layout import LayoutError
+from rank_layout._native import Layout  # the base: a re-layout plan's layouts are typed as it
 
 #: The constructions of :func:`build_groups` (and :func:`rank_layout.torch.new_groups`).
 METHODS = ("local", "global")
@@ -52,7 +53,7 @@ class GroupSpec(NamedTuple):
     label: str
     kind: Optional[str] = None
     mine: Optional[Callable[[Optional[int]], Optional[list[int]]]] = None
-    partition: Optional[Callable[[], np.ndarray]] = None
+    partition: Optional[Callable[[], Optional[np.ndarray]]] = None
     backend: Optional[str] = None
     pg_options: Any = None
     sort: bool = False
@@ -240,12 +241,18 @@ def _partition(layout: Layout, spec: GroupSpec) -> Optional[np.ndarray]:
     if spec.everyone:
         first = layout.rank_offset
         return np.arange(first, first + layout.world_size, dtype=np.uint32)[None, :]
-    return layout.groups_array(spec.kind) if spec.partition is None else spec.partition()
+    if spec.partition is not None:
+        return spec.partition()
+    if spec.kind is None:
+        raise LayoutError(f"{spec.label}: no list of all groups (a family of neither a kind nor a partition)")
+    return layout.groups_array(spec.kind)
 
 
 def _mine(layout: Layout, spec: GroupSpec, rank: Optional[int]) -> Optional[list[int]]:
     if spec.everyone:
         return None if rank is None else list(range(layout.rank_offset, layout.rank_offset + layout.world_size))
+    if spec.mine is None:
+        raise LayoutError(f"{spec.label}: a family needs a kind, a function of the rank or everyone")
     return spec.mine(rank)
 
 
@@ -298,7 +305,7 @@ def _local(
         else:
             split = None if rank is None else layout.split(rank, spec.kind, round=round)
             members = None if split is None else layout.group(spec.kind, split[0])
-            color = None if split is None else split[0]
+            color = 0 if split is None else split[0]  # without a split: no group, no color
         if members is not None:
             members = rmap.of(sorted(members) if spec.sort else members)
         desc = f"{name}/round-{round}/none" if members is None else f"{name}/{color}"
@@ -336,7 +343,10 @@ def _global(
     this rank's groups."""
     del rounds
     if spec.kind is None:
-        groups = [list(map(int, row)) for row in _partition(layout, spec)]
+        every = _partition(layout, spec)
+        if every is None:
+            raise LayoutError(f"method='global' cannot build {spec.label} (no list of all groups)")
+        groups = [list(map(int, row)) for row in every]
     else:
         groups = layout.groups(spec.kind)
     name = spec.desc or spec.label

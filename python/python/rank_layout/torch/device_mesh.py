@@ -348,7 +348,7 @@ class _Plan:
         # The DeviceMesh's dims: entries of dims of the factorisation.
         given_names: dict[tuple[str, ...], str] = {}  # merged dims named by a flatten
         if dims is None:
-            entries = [(d,) for d in reversed(fact.names)]
+            entries: list[tuple[str, ...]] = [(d,) for d in reversed(fact.names)]
         else:
             if isinstance(dims, str):
                 dims = [dims]
@@ -440,15 +440,15 @@ class _Plan:
             check_torch(layouts=True)
 
         # Backends by name.
-        known = [f.name for f in dim_families + flat_families]
+        backend_names = [f.name for f in dim_families + flat_families]
         if isinstance(backend, Mapping):
-            unknown = [k for k in backend if k not in known]
+            unknown = [k for k in backend if k not in backend_names]
             if unknown:
                 raise LayoutError(f"backend names no dim or flatten of the DeviceMesh: {', '.join(map(str, unknown))}")
-            pairs = {k: backend_pair(backend.get(k), f"backend[{k!r}]") for k in known}
+            pairs = {k: backend_pair(backend.get(k), f"backend[{k!r}]") for k in backend_names}
         else:
             pair = backend_pair(backend, "backend")
-            pairs = dict.fromkeys(known, pair)
+            pairs = dict.fromkeys(backend_names, pair)
         self.dims = [f._replace(backend=pairs[f.name][0], options=pairs[f.name][1]) for f in dim_families]
         self.flattens = [f._replace(backend=pairs[f.name][0], options=pairs[f.name][1]) for f in flat_families]
 

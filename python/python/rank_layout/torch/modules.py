@@ -178,7 +178,11 @@ def new_module_groups(
             members = None if rank is None else modules.members(rank, spec, r)
             pg = make(members, spec, f"modules/{spec}/round-{r}" + ("/none" if members is None else ""))
             if pg is not None:
-                module = names[r] if modules.colocated else modules.module_of(rank)
+                if modules.colocated:
+                    module = names[r]
+                else:
+                    assert rank is not None  # members, so a group, only for a rank of the layout
+                    module = modules.module_of(rank)
                 groups[spec][module] = pg
     bridges: dict[tuple[str, str], dict[str, Any]] = {}
     for (src, dst), edge_kinds in kinds.items():

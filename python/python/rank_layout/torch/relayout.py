@@ -310,7 +310,7 @@ def apply_relayout(
     # by the new group's number.
     changes = {k: plan.changes(k) for k in groups}
     # Decide first (no group made yet), so that a refusal comes before any group.
-    decisions = []
+    decisions: list[tuple[str, str, Any, Any, list]] = []
     for kind, old_pg in groups.items():
         if plan.old_layout.split_rounds(kind) > 1 or plan.layout.split_rounds(kind) > 1:
             # Overlapping groups (an encoder's fan-out): by split rounds.
@@ -470,7 +470,7 @@ def _decide(
 def _rounds(
     plan: Relayout, kind: str, old_pgs: list, settled: list, rank: Optional[int], me: int,
     backend: Any, pg_options: Any, timeout: Optional[timedelta],
-) -> tuple[list, str]:
+) -> tuple[Any, str]:
     """A kind whose groups overlap: this process's groups of the new
     layout, one members-only call per split round (as new_groups makes
     them), each an old group of ``settled`` (those of :func:`_reusable`
@@ -685,7 +685,7 @@ def _is_nccl(pg: Any) -> bool:
 
 def _flat(values: Any) -> list:
     """Process groups, each kind's one or list (overlapping kinds)."""
-    out = []
+    out: list[Any] = []
     for v in values:
         out.extend(v if isinstance(v, (list, tuple)) else [v])
     return [pg for pg in out if pg is not None]

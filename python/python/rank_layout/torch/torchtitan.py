@@ -200,7 +200,9 @@ class TorchtitanMeshes:
         batch = self.dp_replicate * self.dp_shard
         fsdp = self.dp_shard * self.cp
         efsdp = fsdp * self.tp // self.ep
-        plan = [("dataloading", ("pp", "batch", "cp", "tp"), (self.pp, batch, self.cp, self.tp))]
+        plan: list[tuple[str, tuple[str, ...], tuple[int, ...]]] = [
+            ("dataloading", ("pp", "batch", "cp", "tp"), (self.pp, batch, self.cp, self.tp))
+        ]
         if self.spmd_backend in ("full_dtensor", "spmd_types"):
             plan.append(("dense", ("pp", "dp_replicate", "dp_shard", "cp", "tp"),
                          (self.pp, self.dp_replicate, self.dp_shard, self.cp, self.tp)))
@@ -249,7 +251,6 @@ class TorchtitanMeshes:
 
         dataloading, dense, sparse = meshes["dataloading"], meshes["dense"], meshes["sparse"]
         self._global_meshes = {"dataloading": dataloading, "loss": loss_mesh, "dense": dense, "sparse": sparse}
-        fwdbwd = None
         if self.spmd_backend == "spmd_types":
             fwdbwd = meshes["fwdbwd"]["dp", "cp", "tp"]
             self._global_meshes["spmd_dense_for_fwdbwd"] = fwdbwd

@@ -13,7 +13,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 import torch.distributed as dist
 
-from rank_layout import Layout, LayoutError
+from rank_layout import Layout, LayoutError, Split
 from rank_layout.torch._groups import GroupSpec
 from rank_layout.torch._megatron.nccl import _NCCL_NAMES, _nccl_configs, _nccl_options
 from rank_layout.torch._megatron.release import _ABSENT, MEGATRON_CORE_VERSION, _release
@@ -281,7 +281,7 @@ class _Plan:
         def mine(rank: Optional[int]) -> Optional[list[int]]:
             if rank is None:
                 return None
-            color, key = layout.split(rank, "dp-cp")
+            color, key = _split(layout, rank, "dp-cp")
             members = sorted(layout.group("dp-cp", color))
             key = members.index(rank)
             start = key // size * size
@@ -309,7 +309,7 @@ class _Plan:
         def mine(rank: Optional[int]) -> Optional[list[int]]:
             if rank is None:
                 return None
-            color, _ = layout.split(rank, "edp")
+            color, _ = _split(layout, rank, "edp")
             members = sorted(layout.group("edp", color))
             return members[members.index(rank) % intra :: intra]
 
@@ -351,7 +351,7 @@ class _Plan:
         def mine(rank: Optional[int]) -> Optional[list[int]]:
             if rank is None:
                 return None
-            got = answers[layout.split(rank, "pp")[0]]
+            got = answers[_split(layout, rank, "pp").color]
             return got if rank in got else None
 
         return GroupSpec(label, mine=mine, pg_options=self._opts(label), sort=True)
@@ -368,13 +368,16 @@ class _Plan:
         first = self.layout.rank_offset
         if not first <= rank < first + self.world:
             return None  # outside the ranks 0.19's rank_offset names
+        got: Optional[list[int]]
         if spec.everyone:
             got = list(range(first, first + self.world))
-        elif spec.kind is None:
-            got = spec.mine(rank)
-        else:
+        elif spec.kind is not None:
             split = self.layout.split(rank, spec.kind)
             got = None if split is None else self.layout.group(spec.kind, split[0])
+        elif spec.mine is not None:
+            got = spec.mine(rank)
+        else:
+            raise LayoutError(f"{label}: a family needs a kind, a function of the rank or everyone")
         if got is None:
             return None
         return list(got) if ordered else sorted(got)
@@ -382,6 +385,15 @@ class _Plan:
     def planned(self, rank: Optional[int] = None) -> dict[str, Optional[list[int]]]:
         """Every family's members for ``rank`` (sorted), by family."""
         return {s.label: self.members(s.label, rank) for s in self.specs}
+
+
+def _split(layout: Layout, rank: int, kind: str) -> Split:
+    """``rank``'s split of ``kind``, for a rank of the layout (in a group of
+    every kind's)."""
+    split = layout.split(rank, kind)
+    if split is None:
+        raise LayoutError(f"rank {rank} is in no group of kind {kind}")
+    return split
 
 
 def _weight_shard_order(order: str, gtp: int, egtp: int) -> str:

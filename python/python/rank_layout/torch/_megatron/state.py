@@ -261,9 +261,10 @@ class ParallelState:
 
     def is_pipeline_last_stage(self, ignore_virtual: bool = True, vp_stage: Optional[int] = None) -> bool:
         """Return True if in the last pipeline-model-parallel stage, False otherwise."""
-        if not ignore_virtual and self.get_virtual_pipeline_model_parallel_world_size() is not None:
+        vp_size = None if ignore_virtual else self.get_virtual_pipeline_model_parallel_world_size()
+        if vp_size is not None:
             assert vp_stage is not None, "vp_stage must be passed if virtual pipeline is enabled"
-            if vp_stage != (self.get_virtual_pipeline_model_parallel_world_size() - 1):
+            if vp_stage != (vp_size - 1):
                 return False
         return self.get_pipeline_model_parallel_rank() == (self.get_pipeline_model_parallel_world_size() - 1)
 
