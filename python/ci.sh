@@ -180,8 +180,11 @@ install() {
 # worker); CI=true: the megatron-core tests fail, rather than skip, without
 # it.
 PYTEST=(-p no:cacheprovider -q -rs --durations=25 -n 2 --dist worksteal)
+# mypy's cache (the package's type check reads torch's types) is kept in
+# the environment's directory, made anew with it.
 run_tests() {
-  RANK_LAYOUT_MEGATRON_CORE=$MEGATRON_CORE CI="${CI:-true}" "$PY" -m pytest "${PYTEST[@]}" python/tests
+  RANK_LAYOUT_MYPY_CACHE="${RANK_LAYOUT_MYPY_CACHE:-$(dirname "$(dirname "$PY")")/mypy-cache}" \
+    RANK_LAYOUT_MEGATRON_CORE=$MEGATRON_CORE CI="${CI:-true}" "$PY" -m pytest "${PYTEST[@]}" python/tests
 }
 
 # The second environment: megatron-core 0.19.2 (Python >= 3.12, which the CI
