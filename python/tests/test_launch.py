@@ -36,8 +36,8 @@ import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Iterator, Optional
 
 import pytest
@@ -147,7 +147,9 @@ def launch(commands: list[tuple[list[str], dict[str, str]]], deadline_s: float =
 def processes(session: int) -> str:
     """The processes of a session, one line each (pid, parent, state,
     where it waits in the kernel, command), read from /proc: for the
-    failure of a launch past its deadline."""
+    failure of a launch past its deadline. Open MPI's daemons leave the
+    session of the mpirun that starts them, so for mpirun this shows
+    mpirun alone."""
     lines = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -198,8 +200,6 @@ export RL_HOST
 shift
 exec /bin/sh -c "$*"
 """
-
-
 
 
 @contextmanager
